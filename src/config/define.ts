@@ -1,0 +1,345 @@
+/**
+ * `defineConfig`: validates a configuration once with zod and compiles it into a frozen object with the
+ * lookup indexes the per-event path needs (so no event ever scans the configuration for a key).
+ */
+import { ConfigError } from '../errors.js';
+import type { Frequency, WeekStart } from '../core/calendar.js';
+import { stableId } from '../core/ids.js';
+import {
+  configSchema,
+  type AchievementConfig,
+  type ConfigInput,
+  type LeaderboardConfig,
+  type PointsTriggerConfig,
+} from './schema.js';
+
+/** The key names a configuration declares, carried as literal types for compile-time checks. */
+export interface ConfigKeys {
+  metric: string;
+  achievement: string;
+  points: string;
+  leaderboard: string;
+}
+
+type KeyOf<T, F extends string> = T extends { readonly [P in F]?: readonly (infer E)[] }
+  ? E extends { readonly key: infer K extends string }
+    ? K
+    : never
+  : never;
+
+/** Literal key types of a configuration input. */
+export interface KeysOf<T> extends ConfigKeys {
+  metric: KeyOf<T, 'metrics'>;
+  achievement: KeyOf<T, 'achievements'>;
+  points: KeyOf<T, 'pointsSystems'>;
+  leaderboard: KeyOf<T, 'leaderboards'>;
+}
+
+export type Filter = Readonly<Record<string, string>>;
+
+export interface CompiledMetric {
+  readonly id: string;
+  readonly key: string;
+  readonly name: string;
+}
+
+export interface CompiledAttribute {
+  readonly id: string;
+  readonly key: string;
+  readonly name: string;
+  readonly type: 'event' | 'user';
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+export type CompiledAchievement = Readonly<
+  DistributiveOmit<AchievementConfig, 'description' | 'badgeUrl' | 'userAttributes'> & {
+    id: string;
+    index: number;
+    description: string | null;
+    badgeUrl: string | null;
+    userAttributes: Filter;
+    /** For metric achievements: the metric's id and name. */
+    metricId?: string;
+    metricName?: string;
+    /** For composite achievements: the ids of the prerequisites. */
+    achievementIds?: string[];
+  }
+>;
+
+export interface CompiledStreak {
+  readonly frequency: Frequency;
+  /** null: any event with a positive value on any metric qualifies the period. */
+  readonly metrics: readonly { key: string; threshold: number }[] | null;
+  readonly mode: 'any' | 'all';
+  readonly freezes: { readonly initial: number; readonly max: number; readonly autoEarn: { everyDays: number; amount: number } | null } | null;
+}
+
+export type CompiledTrigger = Readonly<
+  PointsTriggerConfig & {
+    id: string;
+    systemKey: string;
+    metricId?: string;
+    metricName?: string;
+    achievementId?: string;
+    achievementName?: string;
+  }
+>;
+
+export interface CompiledLevel {
+  readonly id: string;
+  readonly key: string;
+  readonly name: string;
+  readonly description: string;
+  readonly badgeUrl: string | null;
+  readonly points: number;
+}
+
+export interface CompiledBoost {
+  readonly id: string;
+  readonly key: string;
+  readonly name: string;
+  readonly multiplier: number;
+  readonly start: string;
+  readonly end: string | null;
+  readonly rounding: 'down' | 'up' | 'nearest';
+  readonly userAttributes: Filter;
+}
+
+export interface CompiledPointsSystem {
+  readonly id: string;
+  readonly key: string;
+  readonly name: string;
+  readonly description: string | null;
+  readonly badgeUrl: string | null;
+  readonly maxPoints: number | null;
+  readonly allowNegative: boolean;
+  /** Sorted by `points`, ascending. */
+  readonly levels: readonly CompiledLevel[];
+  readonly triggers: readonly CompiledTrigger[];
+  readonly boosts: readonly CompiledBoost[];
+  readonly timeTriggers: readonly CompiledTrigger[];
+  readonly creationTriggers: readonly CompiledTrigger[];
+  readonly streakTriggers: readonly CompiledTrigger[];
+  readonly metricTriggers: ReadonlyMap<string, readonly CompiledTrigger[]>;
+  readonly achievementTriggers: ReadonlyMap<string, readonly CompiledTrigger[]>;
+}
+
+export type CompiledLeaderboard = Readonly<
+  Omit<LeaderboardConfig, 'description' | 'end' | 'runUnit' | 'runInterval' | 'timeZone'> & {
+    id: string;
+    description: string | null;
+    end: string | null;
+    runUnit: 'day' | 'month' | 'year' | null;
+    runInterval: number | null;
+    timeZone: string;
+    metricName?: string;
+    pointsSystemName?: string;
+  }
+>;
+
+/**
+ * A validated, compiled, frozen configuration. `K` carries the literal key names, so that
+ * `engine.recordEvent('lesons', ...)` does not compile when the metric is `lessons`.
+ */
+export interface LaurelConfig<K extends ConfigKeys = ConfigKeys> {
+  readonly timeZone: string;
+  readonly weekStartsOn: WeekStart;
+  readonly metrics: readonly CompiledMetric[];
+  readonly attributes: readonly CompiledAttribute[];
+  readonly achievements: readonly CompiledAchievement[];
+  readonly streak: CompiledStreak | null;
+  readonly pointsSystems: readonly CompiledPointsSystem[];
+  readonly leaderboards: readonly CompiledLeaderboard[];
+  readonly index: {
+    readonly metrics: ReadonlyMap<string, CompiledMetric>;
+    readonly eventAttributes: ReadonlySet<string>;
+    readonly userAttributes: ReadonlySet<string>;
+    readonly achievements: ReadonlyMap<string, CompiledAchievement>;
+    readonly pointsSystems: ReadonlyMap<string, CompiledPointsSystem>;
+    readonly leaderboards: ReadonlyMap<string, CompiledLeaderboard>;
+    /** Metric achievements by metric key, in configuration order. */
+    readonly achievementsByMetric: ReadonlyMap<string, readonly CompiledAchievement[]>;
+    readonly streakAchievements: readonly CompiledAchievement[];
+    readonly compositeAchievements: readonly CompiledAchievement[];
+    /** Leaderboards by what feeds them: `metric:<key>`, `points:<key>`, `streak`. */
+    readonly leaderboardsBySource: ReadonlyMap<string, readonly CompiledLeaderboard[]>;
+  };
+  /** Phantom: the literal key types. Never set at run time. */
+  readonly __keys?: K;
+}
+
+const deepFreeze = <T>(value: T): T => {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    if (value instanceof Map) {
+      for (const v of value.values()) deepFreeze(v);
+    } else if (value instanceof Set) {
+      // members are strings
+    } else {
+      for (const v of Object.values(value)) deepFreeze(v);
+    }
+    Object.freeze(value);
+  }
+  return value;
+};
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string | undefined): Map<string, T[]> {
+  const map = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    if (key === undefined) continue;
+    const list = map.get(key);
+    if (list) list.push(item);
+    else map.set(key, [item]);
+  }
+  return map;
+}
+
+/**
+ * Validates and compiles a configuration.
+ *
+ * @throws {ConfigError} listing every zod issue with its path, when the configuration is invalid.
+ * @example
+ * ```ts
+ * const config = defineConfig({
+ *   timeZone: 'UTC',
+ *   metrics: [{ key: 'lessons', name: 'Lessons completed' }],
+ *   attributes: [{ key: 'device', name: 'Device', type: 'event' }],
+ * });
+ * ```
+ */
+export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfig<KeysOf<T>> {
+  const parsed = configSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => ({ path: i.path.map((p) => (typeof p === 'symbol' ? String(p) : p)), message: i.message })));
+  }
+  const cfg = parsed.data;
+
+  const metrics: CompiledMetric[] = cfg.metrics.map((m) => ({ id: m.id ?? stableId('metric', m.key), key: m.key, name: m.name }));
+  const metricsByKey = new Map(metrics.map((m) => [m.key, m]));
+  const attributes: CompiledAttribute[] = cfg.attributes.map((a) => ({ id: a.id ?? stableId('attribute', a.key), key: a.key, name: a.name, type: a.type }));
+
+  const achievementIds = new Map(cfg.achievements.map((a) => [a.key, a.id ?? stableId('achievement', a.key)]));
+  const achievements: CompiledAchievement[] = cfg.achievements.map((a, index) => {
+    const base = {
+      ...a,
+      id: achievementIds.get(a.key) as string,
+      index,
+      description: a.description ?? null,
+      badgeUrl: a.badgeUrl ?? null,
+      userAttributes: a.userAttributes ?? {},
+    };
+    if (a.trigger === 'metric') {
+      const metric = metricsByKey.get(a.metricKey) as CompiledMetric;
+      return { ...base, metricId: metric.id, metricName: metric.name };
+    }
+    if (a.trigger === 'achievement') return { ...base, achievementIds: a.achievementKeys.map((k) => achievementIds.get(k) as string) };
+    return base;
+  });
+  const achievementsByKey = new Map(achievements.map((a) => [a.key, a]));
+
+  const pointsSystems: CompiledPointsSystem[] = cfg.pointsSystems.map((ps) => {
+    const triggers: CompiledTrigger[] = ps.triggers.map((t, i) => {
+      const id = t.id ?? stableId('pointsTrigger', `${ps.key}:${i}:${t.type}`);
+      const extra: Record<string, string> = {};
+      if (t.type === 'metric') {
+        const metric = metricsByKey.get(t.metricKey) as CompiledMetric;
+        extra.metricId = metric.id;
+        extra.metricName = metric.name;
+      }
+      if (t.type === 'achievement') {
+        const ach = achievementsByKey.get(t.achievementKey) as CompiledAchievement;
+        extra.achievementId = ach.id;
+        extra.achievementName = ach.name;
+      }
+      return { ...t, ...extra, id, systemKey: ps.key } as CompiledTrigger;
+    });
+    return {
+      id: ps.id ?? stableId('pointsSystem', ps.key),
+      key: ps.key,
+      name: ps.name,
+      description: ps.description ?? null,
+      badgeUrl: ps.badgeUrl ?? null,
+      maxPoints: ps.maxPoints ?? null,
+      allowNegative: ps.allowNegative,
+      levels: [...ps.levels]
+        .sort((a, b) => a.points - b.points)
+        .map((l) => ({ id: l.id ?? stableId('level', `${ps.key}:${l.key}`), key: l.key, name: l.name, description: l.description, badgeUrl: l.badgeUrl ?? null, points: l.points })),
+      triggers,
+      boosts: ps.boosts.map((b) => ({
+        id: b.id ?? stableId('boost', `${ps.key}:${b.key}`),
+        key: b.key,
+        name: b.name,
+        multiplier: b.multiplier,
+        start: b.start,
+        end: b.end ?? null,
+        rounding: b.rounding,
+        userAttributes: b.userAttributes ?? {},
+      })),
+      timeTriggers: triggers.filter((t) => t.type === 'time'),
+      creationTriggers: triggers.filter((t) => t.type === 'user_creation'),
+      streakTriggers: triggers.filter((t) => t.type === 'streak'),
+      metricTriggers: groupBy(triggers, (t) => (t.type === 'metric' ? t.metricKey : undefined)),
+      achievementTriggers: groupBy(triggers, (t) => (t.type === 'achievement' ? t.achievementKey : undefined)),
+    };
+  });
+  const pointsByKey = new Map(pointsSystems.map((p) => [p.key, p]));
+
+  const leaderboards: CompiledLeaderboard[] = cfg.leaderboards.map((lb) => {
+    const runUnit = lb.runUnit ?? null;
+    return {
+      ...lb,
+      id: lb.id ?? stableId('leaderboard', lb.key),
+      description: lb.description ?? null,
+      end: lb.end ?? null,
+      runUnit,
+      runInterval: runUnit ? (lb.runInterval ?? 1) : null,
+      timeZone: lb.timeZone ?? cfg.timeZone,
+      ...(lb.metricKey ? { metricName: metricsByKey.get(lb.metricKey)?.name } : {}),
+      ...(lb.pointsSystemKey ? { pointsSystemName: pointsByKey.get(lb.pointsSystemKey)?.name } : {}),
+    } as CompiledLeaderboard;
+  });
+
+  const streak: CompiledStreak | null = cfg.streak
+    ? {
+        frequency: cfg.streak.frequency,
+        metrics: cfg.streak.metrics ?? null,
+        mode: cfg.streak.mode,
+        freezes: cfg.streak.freezes
+          ? { initial: cfg.streak.freezes.initial, max: cfg.streak.freezes.max, autoEarn: cfg.streak.freezes.autoEarn ?? null }
+          : null,
+      }
+    : null;
+
+  const compiled: LaurelConfig<KeysOf<T>> = {
+    timeZone: cfg.timeZone,
+    weekStartsOn: cfg.weekStartsOn,
+    metrics,
+    attributes,
+    achievements,
+    streak,
+    pointsSystems,
+    leaderboards,
+    index: {
+      metrics: metricsByKey,
+      eventAttributes: new Set(attributes.filter((a) => a.type === 'event').map((a) => a.key)),
+      userAttributes: new Set(attributes.filter((a) => a.type === 'user').map((a) => a.key)),
+      achievements: achievementsByKey,
+      pointsSystems: pointsByKey,
+      leaderboards: new Map(leaderboards.map((l) => [l.key, l])),
+      achievementsByMetric: groupBy(achievements, (a) => (a.trigger === 'metric' ? a.metricKey : undefined)),
+      streakAchievements: achievements.filter((a) => a.trigger === 'streak'),
+      compositeAchievements: achievements.filter((a) => a.trigger === 'achievement'),
+      leaderboardsBySource: groupBy(leaderboards, (l) =>
+        l.rankBy === 'metric' ? `metric:${l.metricKey}` : l.rankBy === 'points' ? `points:${l.pointsSystemKey}` : 'streak',
+      ),
+    },
+  };
+  return deepFreeze(compiled);
+}
+
+/** Configuration keys typed from a compiled configuration. */
+export type MetricKeyOf<C> = C extends LaurelConfig<infer K> ? K['metric'] : string;
+export type AchievementKeyOf<C> = C extends LaurelConfig<infer K> ? K['achievement'] : string;
+export type PointsKeyOf<C> = C extends LaurelConfig<infer K> ? K['points'] : string;
+export type LeaderboardKeyOf<C> = C extends LaurelConfig<infer K> ? K['leaderboard'] : string;

@@ -1,0 +1,266 @@
+/**
+ * The zod schemas of Laurel's configuration: the only source of its input and output types.
+ * Structure is checked here; cross-references (unknown keys, cycles) are checked in `superRefine` so that
+ * every problem is reported at once, each with its path.
+ */
+import { z } from 'zod';
+import { isValidLocalDate, isValidTimeZone } from '../core/calendar.js';
+
+const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
+export const keySchema = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(100, 'must be at most 100 characters')
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, 'must start with a letter or digit and use only letters, digits, "_", "-", "." and ":"')
+  .refine((k) => !FORBIDDEN_KEYS.has(k), 'is a reserved name');
+
+const idSchema = z.string().min(1).max(255).optional();
+const nullableText = z.string().nullable().optional();
+const timeZoneSchema = z.string().refine(isValidTimeZone, { message: 'must be a known IANA time zone name' });
+const dateSchema = z.string().refine(isValidLocalDate, 'must be a date in YYYY-MM-DD form');
+const attributeFilter = z.record(z.string(), z.string()).optional();
+const positive = z.number().finite().positive();
+const points = z
+  .number()
+  .int('must be an integer')
+  .refine((n) => n !== 0, 'must not be zero');
+
+export const metricSchema = z.object({ key: keySchema, name: z.string().min(1), id: idSchema }).strict();
+
+export const attributeSchema = z
+  .object({ key: keySchema, name: z.string().min(1), type: z.enum(['event', 'user']), id: idSchema })
+  .strict();
+
+const achievementBase = {
+  key: keySchema,
+  name: z.string().min(1),
+  id: idSchema,
+  description: nullableText,
+  badgeUrl: nullableText,
+  userAttributes: attributeFilter,
+};
+
+export const achievementSchema = z.discriminatedUnion('trigger', [
+  z.object({ ...achievementBase, trigger: z.literal('metric'), metricKey: keySchema, metricValue: positive, eventAttributes: attributeFilter }).strict(),
+  z.object({ ...achievementBase, trigger: z.literal('streak'), streakLength: z.number().int().min(1) }).strict(),
+  z.object({ ...achievementBase, trigger: z.literal('api') }).strict(),
+  z.object({ ...achievementBase, trigger: z.literal('achievement'), achievementKeys: z.array(keySchema).min(1) }).strict(),
+]);
+
+export const streakSchema = z
+  .object({
+    frequency: z.enum(['daily', 'weekly', 'monthly']).default('daily'),
+    metrics: z.array(z.object({ key: keySchema, threshold: positive }).strict()).min(1).optional(),
+    mode: z.enum(['any', 'all']).default('any'),
+    freezes: z
+      .object({
+        initial: z.number().int().min(0).default(0),
+        max: z.number().int().min(0),
+        autoEarn: z.object({ everyDays: z.number().int().min(1), amount: z.number().int().min(1) }).strict().optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+const triggerBase = { id: idSchema, points };
+
+export const pointsTriggerSchema = z.discriminatedUnion('type', [
+  z.object({
+    ...triggerBase,
+    type: z.literal('metric'),
+    metricKey: keySchema,
+    metricThreshold: positive,
+    eventAttributes: attributeFilter,
+    userAttributes: attributeFilter,
+    blockIfOutOfPoints: z.boolean().optional(),
+  }).strict(),
+  z.object({ ...triggerBase, type: z.literal('streak'), streakLengthThreshold: z.number().int().min(1), userAttributes: attributeFilter, blockIfOutOfPoints: z.boolean().optional() }).strict(),
+  z.object({ ...triggerBase, type: z.literal('achievement'), achievementKey: keySchema, userAttributes: attributeFilter, blockIfOutOfPoints: z.boolean().optional() }).strict(),
+  z.object({ ...triggerBase, type: z.literal('user_creation') }).strict(),
+  z.object({ ...triggerBase, type: z.literal('time'), timeUnit: z.enum(['hour', 'day']), timeInterval: z.number().int().min(1) }).strict(),
+]);
+
+export const levelSchema = z
+  .object({ key: keySchema, name: z.string().min(1), id: idSchema, description: z.string().default(''), badgeUrl: nullableText, points: z.number().int().min(0) })
+  .strict();
+
+export const boostSchema = z
+  .object({
+    key: keySchema,
+    name: z.string().min(1),
+    id: idSchema,
+    multiplier: positive,
+    start: dateSchema,
+    end: dateSchema.nullable().optional(),
+    rounding: z.enum(['down', 'up', 'nearest']).default('down'),
+    userAttributes: attributeFilter,
+  })
+  .strict();
+
+export const pointsSystemSchema = z
+  .object({
+    key: keySchema,
+    name: z.string().min(1),
+    id: idSchema,
+    description: nullableText,
+    badgeUrl: nullableText,
+    maxPoints: z.number().int().positive().nullable().optional(),
+    allowNegative: z.boolean().default(false),
+    levels: z.array(levelSchema).default([]),
+    triggers: z.array(pointsTriggerSchema).default([]),
+    boosts: z.array(boostSchema).default([]),
+  })
+  .strict();
+
+export const leaderboardSchema = z
+  .object({
+    key: keySchema,
+    name: z.string().min(1),
+    id: idSchema,
+    description: nullableText,
+    rankBy: z.enum(['metric', 'points', 'streak']),
+    metricKey: keySchema.optional(),
+    pointsSystemKey: keySchema.optional(),
+    start: dateSchema,
+    end: dateSchema.nullable().optional(),
+    runUnit: z.enum(['day', 'month', 'year']).nullable().optional(),
+    runInterval: z.number().int().min(1).optional(),
+    maxParticipants: z.number().int().min(1).default(1000),
+    timeZone: timeZoneSchema.optional(),
+    breakdownAttributes: z.array(keySchema).default([]),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    timeZone: timeZoneSchema.default('UTC'),
+    weekStartsOn: z.union([z.literal(0), z.literal(1), z.literal(2), z.literal(3), z.literal(4), z.literal(5), z.literal(6)]).default(1),
+    metrics: z.array(metricSchema).min(1, 'at least one metric is required'),
+    attributes: z.array(attributeSchema).default([]),
+    achievements: z.array(achievementSchema).default([]),
+    streak: streakSchema.optional(),
+    pointsSystems: z.array(pointsSystemSchema).default([]),
+    leaderboards: z.array(leaderboardSchema).default([]),
+  })
+  .strict()
+  .superRefine((cfg, ctx) => {
+    const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+    const unique = (items: { key: string }[], path: string) => {
+      const seen = new Set<string>();
+      items.forEach((item, i) => {
+        if (seen.has(item.key)) issue([path, i, 'key'], `duplicate key "${item.key}"`);
+        seen.add(item.key);
+      });
+    };
+    unique(cfg.metrics, 'metrics');
+    unique(cfg.attributes, 'attributes');
+    unique(cfg.achievements, 'achievements');
+    unique(cfg.pointsSystems, 'pointsSystems');
+    unique(cfg.leaderboards, 'leaderboards');
+
+    const metricKeys = new Set(cfg.metrics.map((m) => m.key));
+    const eventAttrs = new Set(cfg.attributes.filter((a) => a.type === 'event').map((a) => a.key));
+    const userAttrs = new Set(cfg.attributes.filter((a) => a.type === 'user').map((a) => a.key));
+    const achievementKeys = new Set(cfg.achievements.map((a) => a.key));
+    const pointsKeys = new Set(cfg.pointsSystems.map((p) => p.key));
+    const checkMetric = (key: string, path: (string | number)[]) => {
+      if (!metricKeys.has(key)) issue(path, `unknown metric key "${key}"`);
+    };
+    const checkAttrs = (filter: Record<string, string> | undefined, known: Set<string>, kind: string, path: (string | number)[]) => {
+      for (const k of Object.keys(filter ?? {})) if (!known.has(k)) issue([...path, k], `"${k}" is not a declared ${kind} attribute`);
+    };
+
+    cfg.achievements.forEach((a, i) => {
+      checkAttrs(a.userAttributes, userAttrs, 'user', ['achievements', i, 'userAttributes']);
+      if (a.trigger === 'metric') {
+        checkMetric(a.metricKey, ['achievements', i, 'metricKey']);
+        checkAttrs(a.eventAttributes, eventAttrs, 'event', ['achievements', i, 'eventAttributes']);
+      } else if (a.trigger === 'streak' && !cfg.streak) {
+        issue(['achievements', i, 'trigger'], 'a streak achievement needs a `streak` configuration');
+      } else if (a.trigger === 'achievement') {
+        a.achievementKeys.forEach((k, j) => {
+          if (!achievementKeys.has(k)) issue(['achievements', i, 'achievementKeys', j], `unknown achievement key "${k}"`);
+          if (k === a.key) issue(['achievements', i, 'achievementKeys', j], 'an achievement cannot require itself');
+        });
+      }
+    });
+    // Prerequisite cycles among composite achievements (depth-first search with colours).
+    const requires = new Map(cfg.achievements.map((a) => [a.key, a.trigger === 'achievement' ? a.achievementKeys : []]));
+    const colour = new Map<string, 1 | 2>();
+    const visit = (key: string, trail: string[]): void => {
+      if (colour.get(key) === 2) return;
+      if (colour.get(key) === 1) {
+        const cycle = [...trail.slice(trail.indexOf(key)), key];
+        if (cycle.length > 2) issue(['achievements', cfg.achievements.findIndex((a) => a.key === key), 'achievementKeys'], `prerequisite cycle: ${cycle.join(' -> ')}`);
+        return;
+      }
+      colour.set(key, 1);
+      for (const next of requires.get(key) ?? []) if (requires.has(next)) visit(next, [...trail, key]);
+      colour.set(key, 2);
+    };
+    for (const a of cfg.achievements) visit(a.key, []);
+
+    if (cfg.streak?.metrics) cfg.streak.metrics.forEach((m, i) => checkMetric(m.key, ['streak', 'metrics', i, 'key']));
+    if (cfg.streak?.freezes && cfg.streak.freezes.initial > cfg.streak.freezes.max) issue(['streak', 'freezes', 'initial'], 'must not exceed max');
+
+    cfg.pointsSystems.forEach((ps, i) => {
+      unique(ps.levels, `pointsSystems.${i}.levels`);
+      unique(ps.boosts, `pointsSystems.${i}.boosts`);
+      const ids = new Set<string>();
+      ps.triggers.forEach((t, j) => {
+        const path = ['pointsSystems', i, 'triggers', j];
+        if (t.id !== undefined) {
+          if (ids.has(t.id)) issue([...path, 'id'], `duplicate trigger id "${t.id}"`);
+          ids.add(t.id);
+        }
+        if (t.type === 'metric') {
+          checkMetric(t.metricKey, [...path, 'metricKey']);
+          checkAttrs(t.eventAttributes, eventAttrs, 'event', [...path, 'eventAttributes']);
+        }
+        if (t.type === 'streak' && !cfg.streak) issue([...path, 'type'], 'a streak trigger needs a `streak` configuration');
+        if (t.type === 'achievement' && !achievementKeys.has(t.achievementKey)) issue([...path, 'achievementKey'], `unknown achievement key "${t.achievementKey}"`);
+        if ('userAttributes' in t) checkAttrs(t.userAttributes, userAttrs, 'user', [...path, 'userAttributes']);
+        if ('blockIfOutOfPoints' in t && t.blockIfOutOfPoints && t.points > 0) issue([...path, 'blockIfOutOfPoints'], 'only a negative trigger can block');
+      });
+      ps.boosts.forEach((b, j) => {
+        if (b.end && b.end < b.start) issue(['pointsSystems', i, 'boosts', j, 'end'], 'must not be before start');
+        checkAttrs(b.userAttributes, userAttrs, 'user', ['pointsSystems', i, 'boosts', j, 'userAttributes']);
+      });
+    });
+
+    cfg.leaderboards.forEach((lb, i) => {
+      const path = ['leaderboards', i];
+      if (lb.rankBy === 'metric') {
+        if (!lb.metricKey) issue([...path, 'metricKey'], 'required when rankBy is "metric"');
+        else checkMetric(lb.metricKey, [...path, 'metricKey']);
+      }
+      if (lb.rankBy === 'points') {
+        if (!lb.pointsSystemKey) issue([...path, 'pointsSystemKey'], 'required when rankBy is "points"');
+        else if (!pointsKeys.has(lb.pointsSystemKey)) issue([...path, 'pointsSystemKey'], `unknown points system key "${lb.pointsSystemKey}"`);
+      }
+      if (lb.rankBy === 'streak') {
+        if (!cfg.streak) issue([...path, 'rankBy'], 'a streak leaderboard needs a `streak` configuration');
+        if (lb.runUnit) issue([...path, 'runUnit'], 'streak leaderboards cannot repeat');
+      }
+      if (lb.end && lb.end < lb.start) issue([...path, 'end'], 'must not be before start');
+      if (lb.runInterval !== undefined && !lb.runUnit) issue([...path, 'runInterval'], 'needs a runUnit');
+      lb.breakdownAttributes.forEach((k, j) => {
+        if (!userAttrs.has(k)) issue([...path, 'breakdownAttributes', j], `"${k}" is not a declared user attribute`);
+      });
+    });
+  });
+
+/** What `defineConfig` accepts (zod's input type: defaults may be omitted). */
+export type ConfigInput = z.input<typeof configSchema>;
+/** The configuration after validation and defaults. */
+export type ParsedConfig = z.output<typeof configSchema>;
+export type AchievementInput = z.input<typeof achievementSchema>;
+export type PointsTriggerConfig = z.output<typeof pointsTriggerSchema>;
+export type AchievementConfig = z.output<typeof achievementSchema>;
+export type LevelConfig = z.output<typeof levelSchema>;
+export type BoostConfig = z.output<typeof boostSchema>;
+export type LeaderboardConfig = z.output<typeof leaderboardSchema>;
+export type PointsSystemConfig = z.output<typeof pointsSystemSchema>;
+export type StreakConfig = z.output<typeof streakSchema>;

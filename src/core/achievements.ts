@@ -1,0 +1,111 @@
+/**
+ * Achievements (semantics section 4): metric, streak, api and composite, each unlocked at most once per
+ * user and never revoked.
+ */
+import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
+import { addDecimal, compareDecimal, decimalOf } from './decimal.js';
+import { matchesFilter, type Step } from './step.js';
+import type { AchievementView, AttributePair, UserAchievement, UserState } from './types.js';
+
+const pairs = (filter: Readonly<Record<string, string>> | undefined): AttributePair[] =>
+  Object.entries(filter ?? {}).map(([key, value]) => ({ key, value }));
+
+/** The wire view of a configured achievement. */
+export function achievementView(a: CompiledAchievement): AchievementView {
+  const view: AchievementView = {
+    id: a.id,
+    key: a.key,
+    name: a.name,
+    trigger: a.trigger,
+    description: a.description,
+    badgeUrl: a.badgeUrl,
+    userAttributes: pairs(a.userAttributes),
+  };
+  if (a.trigger === 'metric') {
+    view.metricId = a.metricId as string;
+    view.metricName = a.metricName as string;
+    view.metricValue = a.metricValue;
+    view.eventAttributes = pairs(a.eventAttributes);
+  } else if (a.trigger === 'streak') {
+    view.streakLength = a.streakLength;
+  } else if (a.trigger === 'achievement') {
+    view.achievementIds = [...(a.achievementIds ?? [])];
+  }
+  return view;
+}
+
+export function userAchievementView(a: CompiledAchievement, state: UserState | null): UserAchievement {
+  return { ...achievementView(a), achievedAt: state?.achievements[a.key]?.achievedAt ?? null };
+}
+
+/** Current progress toward an achievement, as `{ current, target }`. */
+export function achievementProgress(cfg: LaurelConfig, a: CompiledAchievement, state: UserState | null): { current: number; target: number } {
+  switch (a.trigger) {
+    case 'metric': {
+      const value = a.eventAttributes ? state?.achievementProgress[a.key] : state?.metrics[a.metricKey];
+      return { current: Number(value ?? 0), target: a.metricValue };
+    }
+    case 'streak':
+      return { current: state?.streak?.length ?? 0, target: a.streakLength };
+    case 'api':
+      return { current: state?.achievements[a.key] ? 1 : 0, target: 1 };
+    case 'achievement':
+      return { current: a.achievementKeys.filter((k) => state?.achievements[k]).length, target: a.achievementKeys.length };
+  }
+  return { current: 0, target: 0 };
+}
+
+function unlock(step: Step, a: CompiledAchievement): void {
+  step.state.achievements[a.key] = { achievedAt: step.nowIso, completionId: step.newId() };
+  step.unlocked.push(a);
+  step.effects.counters[`achievement:${a.key}`] = (step.effects.counters[`achievement:${a.key}`] ?? 0) + 1;
+}
+
+const available = (step: Step, a: CompiledAchievement) => !step.state.achievements[a.key] && matchesFilter(a.userAttributes, step.state.user.attributes);
+
+/** Updates filtered progress for the event's metric and unlocks what it reaches. */
+export function recordAchievementProgress(step: Step, metricKey: string, value: number, attributes: Record<string, string> | undefined): void {
+  for (const a of step.cfg.index.achievementsByMetric.get(metricKey) ?? []) {
+    if (a.trigger !== 'metric') continue;
+    let progress: string;
+    if (a.eventAttributes) {
+      progress = step.state.achievementProgress[a.key] ?? '0';
+      if (matchesFilter(a.eventAttributes, attributes)) {
+        progress = addDecimal(progress, decimalOf(value));
+        step.state.achievementProgress[a.key] = progress;
+      }
+    } else {
+      progress = step.state.metrics[metricKey] ?? '0';
+    }
+    if (available(step, a) && compareDecimal(progress, a.metricValue) >= 0) unlock(step, a);
+  }
+}
+
+/** Unlocks streak achievements the current length reaches, then composites whose prerequisites are all met. */
+export function settleAchievements(step: Step): void {
+  const length = step.state.streak?.length ?? 0;
+  for (const a of step.cfg.index.streakAchievements) {
+    if (a.trigger === 'streak' && available(step, a) && length >= a.streakLength) unlock(step, a);
+  }
+  // Composites can depend on composites: repeat until nothing new unlocks (the graph is acyclic).
+  let changed = true;
+  while (changed) {
+    changed = false;
+    for (const a of step.cfg.index.compositeAchievements) {
+      if (a.trigger === 'achievement' && available(step, a) && a.achievementKeys.every((k) => step.state.achievements[k])) {
+        unlock(step, a);
+        changed = true;
+      }
+    }
+  }
+}
+
+/** Completes an `api` achievement (the caller checked it is not yet complete). */
+export function completeApiAchievement(step: Step, a: CompiledAchievement): void {
+  unlock(step, a);
+}
+
+/** The achievements unlocked in this call, ordered by the configuration's order. */
+export function unlockedViews(step: Step): UserAchievement[] {
+  return [...step.unlocked].sort((x, y) => x.index - y.index).map((a) => userAchievementView(a, step.state));
+}

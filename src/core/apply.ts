@@ -1,0 +1,222 @@
+/**
+ * The pure core: `applyEvent` and its siblings take a configuration, the user's prior state and an input,
+ * and return the next state, the response and the effects for storage as data. They never await, never
+ * read the clock or a random source (time and ids come in the context) and never mutate their inputs.
+ */
+import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
+import { ValidationError } from '../errors.js';
+import { completeApiAchievement, recordAchievementProgress, settleAchievements, unlockedViews, userAchievementView } from './achievements.js';
+import { addDecimal, decimalOf } from './decimal.js';
+import { updateLeaderboards } from './leaderboards.js';
+import {
+  accrueTimeGrants,
+  awardAchievementTriggers,
+  awardCreation,
+  awardMetricTriggers,
+  awardStreakTriggers,
+  eventPoints,
+  levelFor,
+  pointsState,
+} from './points.js';
+import { cloneState, createStep, refreshZone, type Step } from './step.js';
+import { advanceStreak, eventStreak, recordStreakProgress, streakView } from './streaks.js';
+import type {
+  ApplyResult,
+  Award,
+  CoreContext,
+  Effects,
+  EventInput,
+  EventPoints,
+  EventResponse,
+  UserAchievement,
+  UserInput,
+  UserState,
+} from './types.js';
+import { mergeUser, newUserState, validateEvent, validateUserInput } from './users.js';
+
+/** Starts a call: copies or creates the user's state, applies the upsert, and brings lazy parts up to now. */
+function begin(cfg: LaurelConfig, prior: UserState | null, user: UserInput | null, ctx: CoreContext): Step {
+  if (prior && user && prior.user.id !== user.id) throw new ValidationError(`state belongs to user ${JSON.stringify(prior.user.id)}, not ${JSON.stringify(user.id)}`);
+  const nowIso = ctx.now.toISOString();
+  const created = prior === null;
+  if (created && !user) throw new ValidationError('a new user needs a user input');
+  const state = created ? newUserState(cfg, user as UserInput, nowIso) : cloneState(prior);
+  const step = createStep(cfg, state, ctx.now, ctx.newId);
+  if (created) {
+    step.effects.created = true;
+    step.effects.counters.users = 1;
+    awardCreation(step);
+  } else if (user) {
+    mergeUser(state.user, user, nowIso);
+    refreshZone(step);
+  }
+  advanceStreak(step);
+  accrueTimeGrants(step);
+  return step;
+}
+
+/** Settles achievements, pays their and the streak's triggers, and updates leaderboards. */
+function finish(step: Step, metricKey: string | null, value: number, attributes: Record<string, string> | undefined) {
+  settleAchievements(step);
+  for (const system of step.cfg.pointsSystems) {
+    if (metricKey !== null) awardMetricTriggers(step, system, metricKey, value, attributes);
+    awardStreakTriggers(step, system);
+    awardAchievementTriggers(step, system);
+  }
+  return updateLeaderboards(step, metricKey, value);
+}
+
+/**
+ * Records one event against a user's prior state (null for a new user).
+ *
+ * @throws {ValidationError | InvalidAttributeKeysError | NotFoundError} for bad input, before any work.
+ * @throws {InsufficientPointsError} when a blocking trigger would overdraw a points system.
+ * @example
+ * ```ts
+ * const { state, response, effects } = applyEvent(config, null,
+ *   { metricKey: 'lessons', user: { id: 'u1' }, value: 1 },
+ *   { now: new Date('2026-01-05T10:00:00Z'), newId: () => crypto.randomUUID() });
+ * ```
+ */
+export function applyEvent(cfg: LaurelConfig, prior: UserState | null, event: EventInput, ctx: CoreContext): ApplyResult {
+  validateEvent(cfg, event);
+  const step = begin(cfg, prior, event.user, ctx);
+  const metric = cfg.index.metrics.get(event.metricKey);
+  const eventId = ctx.newId();
+  const total = addDecimal(step.state.metrics[event.metricKey] ?? '0', decimalOf(event.value));
+  step.state.metrics[event.metricKey] = total;
+  step.effects.ledger.push({
+    id: eventId,
+    userId: event.user.id,
+    kind: 'metric',
+    key: event.metricKey,
+    at: step.nowIso,
+    delta: event.value,
+    total: Number(total),
+    data: { eventId },
+  });
+  recordStreakProgress(step, event.metricKey, event.value);
+  recordAchievementProgress(step, event.metricKey, event.value, event.attributes);
+  const leaderboards = finish(step, event.metricKey, event.value, event.attributes);
+  if (event.idempotencyKey !== undefined) {
+    step.effects.idempotency = { userId: event.user.id, metricKey: event.metricKey, key: event.idempotencyKey, eventId, at: step.nowIso };
+  }
+  const response: EventResponse = {
+    metricId: metric?.id as string,
+    eventId,
+    total: Number(total),
+    achievements: unlockedViews(step),
+    currentStreak: eventStreak(step),
+    points: eventPoints(step),
+    leaderboards,
+  };
+  if (event.idempotencyKey !== undefined) {
+    response.idempotencyKey = event.idempotencyKey;
+    response.idempotentReplayed = false;
+  }
+  return { state: step.state, response, effects: step.effects };
+}
+
+/**
+ * The response to a repeated idempotency key (semantics section 3): nothing applied, the current total and
+ * streak (`extended: false`), no achievements, points or leaderboards.
+ */
+export function replayResponse(cfg: LaurelConfig, state: UserState, metricKey: string, eventId: string, idempotencyKey: string, ctx: CoreContext): EventResponse {
+  const view = viewState(cfg, state, ctx);
+  return {
+    metricId: cfg.index.metrics.get(metricKey)?.id as string,
+    eventId,
+    total: Number(view.state.metrics[metricKey] ?? 0),
+    achievements: [],
+    currentStreak: { ...streakView(cfg, view.state, view.today), extended: false },
+    points: {},
+    leaderboards: {},
+    idempotencyKey,
+    idempotentReplayed: true,
+  };
+}
+
+/** The result of a pure call that is not an event. */
+export interface StepResult<R> {
+  state: UserState;
+  effects: Effects;
+  result: R;
+}
+
+/**
+ * Creates or updates a user (identify, upsert). Time grants and streak maintenance due by `now` are
+ * materialised; a new user gets their `user_creation` awards.
+ */
+export function applyIdentify(cfg: LaurelConfig, prior: UserState | null, user: UserInput, ctx: CoreContext): StepResult<{ points: Record<string, EventPoints> }> {
+  validateUserInput(cfg, user);
+  const step = begin(cfg, prior, user, ctx);
+  finish(step, null, 0, undefined);
+  return { state: step.state, effects: step.effects, result: { points: eventPoints(step) } };
+}
+
+/** Materialises due time grants and streak maintenance for an existing user. */
+export function applyAccrue(cfg: LaurelConfig, prior: UserState, ctx: CoreContext): StepResult<{ points: Record<string, EventPoints> }> {
+  const step = begin(cfg, prior, null, ctx);
+  finish(step, null, 0, undefined);
+  return { state: step.state, effects: step.effects, result: { points: eventPoints(step) } };
+}
+
+export interface CompletionResult {
+  completionId: string;
+  achievement: UserAchievement;
+  points: Record<string, EventPoints>;
+  /** Other achievements this completion unlocked (composites), in configuration order. */
+  unlocked: UserAchievement[];
+}
+
+/**
+ * Completes an `api` achievement for a user. Completing it again returns the first completion and changes
+ * nothing (the returned effects are empty and `state` is the prior state).
+ *
+ * @throws {NotFoundError} for an unknown key; {ValidationError} for a non-api achievement or one whose
+ * `userAttributes` the user does not match.
+ */
+export function applyCompletion(cfg: LaurelConfig, prior: UserState | null, achievement: CompiledAchievement, user: UserInput, ctx: CoreContext): StepResult<CompletionResult> & { changed: boolean } {
+  validateUserInput(cfg, user);
+  if (achievement.trigger !== 'api') throw new ValidationError(`Achievement "${achievement.key}" has trigger "${achievement.trigger}" and cannot be completed through the API.`);
+  const done = prior?.achievements[achievement.key];
+  if (prior && done) {
+    return {
+      state: prior,
+      effects: { ledger: [], leaderboard: [], counters: {}, idempotency: null, created: false },
+      result: { completionId: done.completionId, achievement: userAchievementView(achievement, prior), points: {}, unlocked: [] },
+      changed: false,
+    };
+  }
+  const step = begin(cfg, prior, user, ctx);
+  const attrs = step.state.user.attributes;
+  for (const [k, v] of Object.entries(achievement.userAttributes)) {
+    if (attrs[k] !== v) throw new ValidationError(`Achievement "${achievement.key}" is not available to user ${JSON.stringify(user.id)} (needs ${k}=${v}).`);
+  }
+  completeApiAchievement(step, achievement);
+  finish(step, null, 0, undefined);
+  const record = step.state.achievements[achievement.key] as { completionId: string };
+  const unlocked = unlockedViews(step);
+  return {
+    state: step.state,
+    effects: step.effects,
+    result: {
+      completionId: record.completionId,
+      achievement: userAchievementView(achievement, step.state),
+      points: eventPoints(step),
+      unlocked: unlocked.filter((a) => a.key !== achievement.key),
+    },
+    changed: true,
+  };
+}
+
+/**
+ * The user's state as of `now` without committing anything: streak maintenance and time grants applied
+ * lazily, exactly as the next write would materialise them.
+ */
+export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: Map<string, Award[]> } {
+  const step = begin(cfg, state, null, ctx);
+  return { state: step.state, today: step.today, tz: step.tz, awards: step.awards };
+}
+
+export { levelFor, pointsState };

@@ -1,0 +1,98 @@
+/**
+ * Exact decimal arithmetic for metric totals (semantics section 2: 0.1 + 0.2 gives 0.3).
+ *
+ * A decimal is kept as a canonical string ("0.3", "-12", "1000.25") in user state, so state stays JSON and
+ * any store can persist it. Arithmetic scales both operands to a common number of decimal places and works
+ * on BigInt, so sums are exact to the places used by the inputs.
+ */
+
+/** A decimal in canonical string form: optional "-", digits, optional "." and digits without trailing zeros. */
+export type DecimalString = string;
+
+interface Scaled {
+  m: bigint; // mantissa
+  s: number; // scale: value = m / 10^s
+}
+
+const ZERO: Scaled = { m: 0n, s: 0 };
+
+/** Parses a JS number or a decimal string (also "1e-7" / "1e+21" forms, as `String(number)` can produce). */
+function parse(input: number | string): Scaled {
+  const text = typeof input === 'number' ? String(input) : input;
+  const match = /^(-)?(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/i.exec(text);
+  if (!match) throw new RangeError(`Not a finite decimal: ${text}`);
+  const [, sign, intPart, fracPart = '', expPart] = match;
+  let digits = (intPart as string) + fracPart;
+  let scale = fracPart.length - (expPart ? Number(expPart) : 0);
+  if (scale < 0) {
+    digits += '0'.repeat(-scale);
+    scale = 0;
+  }
+  const m = BigInt(digits);
+  return { m: sign ? -m : m, s: scale };
+}
+
+function align(a: Scaled, b: Scaled): [bigint, bigint, number] {
+  if (a.s === b.s) return [a.m, b.m, a.s];
+  if (a.s > b.s) return [a.m, b.m * 10n ** BigInt(a.s - b.s), a.s];
+  return [a.m * 10n ** BigInt(b.s - a.s), b.m, b.s];
+}
+
+function format(m: bigint, s: number): DecimalString {
+  if (m === 0n) return '0';
+  const negative = m < 0n;
+  let digits = (negative ? -m : m).toString();
+  if (s > 0) {
+    if (digits.length <= s) digits = '0'.repeat(s - digits.length + 1) + digits;
+    let int = digits.slice(0, digits.length - s);
+    let frac = digits.slice(digits.length - s).replace(/0+$/, '');
+    if (int === '') int = '0';
+    digits = frac ? `${int}.${frac}` : int;
+  }
+  return negative ? `-${digits}` : digits;
+}
+
+/** The canonical decimal string of a finite number (`0.1` -> "0.1"). */
+export function decimalOf(value: number | string): DecimalString {
+  const p = parse(value);
+  return format(p.m, p.s);
+}
+
+/** Exact `a + b`. */
+export function addDecimal(a: DecimalString | number, b: DecimalString | number): DecimalString {
+  const [x, y, s] = align(parse(a), parse(b));
+  return format(x + y, s);
+}
+
+/** Exact `a - b`. */
+export function subtractDecimal(a: DecimalString | number, b: DecimalString | number): DecimalString {
+  const [x, y, s] = align(parse(a), parse(b));
+  return format(x - y, s);
+}
+
+/** -1, 0 or 1 as `a` is below, equal to or above `b`. */
+export function compareDecimal(a: DecimalString | number, b: DecimalString | number): -1 | 0 | 1 {
+  const [x, y] = align(parse(a), parse(b));
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** `floor(a / b)` for `b > 0`, exact (how many whole multiples of a threshold a high-water mark has passed). */
+export function floorDivideDecimal(a: DecimalString | number, b: DecimalString | number): number {
+  const [x, y] = align(parse(a), parse(b));
+  if (y <= 0n) throw new RangeError('floorDivideDecimal: divisor must be positive');
+  let q = x / y;
+  if (x % y !== 0n && x < 0n) q -= 1n;
+  return Number(q);
+}
+
+/** The decimal as a JS number (for responses). */
+export function decimalToNumber(value: DecimalString): number {
+  return Number(value);
+}
+
+/** The larger of two decimals. */
+export function maxDecimal(a: DecimalString, b: DecimalString): DecimalString {
+  return compareDecimal(a, b) >= 0 ? a : b;
+}
+
+export const DECIMAL_ZERO: DecimalString = format(ZERO.m, ZERO.s);

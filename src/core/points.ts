@@ -1,0 +1,209 @@
+/**
+ * Points systems (semantics section 6): triggers, caps, blocking, boosts, levels and lazily accrued time
+ * grants. Every award is cut to fit `maxPoints` and the zero floor, and an award cut to 0 is not recorded.
+ */
+import type { CompiledLevel, CompiledPointsSystem, CompiledTrigger, LaurelConfig } from '../config/define.js';
+import { InsufficientPointsError } from '../errors.js';
+import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
+import { addDecimal, compareDecimal, decimalOf, floorDivideDecimal } from './decimal.js';
+import { matchesFilter, type Step } from './step.js';
+import type { Award, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
+
+const HOUR_MS = 3_600_000;
+
+export function pointsState(state: UserState, key: string): PointsState {
+  let ps = state.points[key];
+  if (!ps) {
+    ps = { total: 0, metric: {}, time: {} };
+    state.points[key] = ps;
+  }
+  return ps;
+}
+
+export function triggerView(t: CompiledTrigger): PointsTriggerView {
+  const view: PointsTriggerView = { id: t.id, type: t.type, points: t.points };
+  if (t.type === 'metric') Object.assign(view, { metricId: t.metricId, metricName: t.metricName, metricThreshold: t.metricThreshold });
+  if (t.type === 'streak') view.streakLengthThreshold = t.streakLengthThreshold;
+  if (t.type === 'achievement') Object.assign(view, { achievementId: t.achievementId, achievementName: t.achievementName });
+  if (t.type === 'time') Object.assign(view, { timeUnit: t.timeUnit, timeInterval: t.timeInterval });
+  return view;
+}
+
+export function systemView(ps: CompiledPointsSystem): PointsSystemView {
+  return { id: ps.id, key: ps.key, name: ps.name, description: ps.description, badgeUrl: ps.badgeUrl, maxPoints: ps.maxPoints };
+}
+
+export function levelView(level: CompiledLevel): LevelView {
+  return { id: level.id, key: level.key, name: level.name, description: level.description, badgeUrl: level.badgeUrl, points: level.points };
+}
+
+/** The level with the highest `points` at or below `total`, or null. Levels are sorted ascending. */
+export function levelFor(system: CompiledPointsSystem, total: number): LevelView | null {
+  let found: CompiledLevel | null = null;
+  for (const level of system.levels) {
+    if (level.points <= total) found = level;
+    else break;
+  }
+  return found ? levelView(found) : null;
+}
+
+/** Applies boosts active at `at` in the user's zone to a positive award; consumption is never boosted. */
+function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date): { amount: number; boosts: BoostView[] } {
+  if (raw <= 0 || system.boosts.length === 0) return { amount: raw, boosts: [] };
+  const date = localDateOf(at, step.tz);
+  const active = system.boosts.filter((b) => b.start <= date && (b.end === null || date <= b.end) && matchesFilter(b.userAttributes, step.state.user.attributes));
+  if (active.length === 0) return { amount: raw, boosts: [] };
+  let amount = raw;
+  for (const b of active) amount *= b.multiplier;
+  // Stacked boosts multiply first and round once; with several rounding modes the first boost's applies.
+  const rounding = active[0]?.rounding ?? 'down';
+  amount = rounding === 'up' ? Math.ceil(amount - 1e-9) : rounding === 'nearest' ? Math.round(amount) : Math.floor(amount + 1e-9);
+  return { amount, boosts: active.map((b) => ({ id: b.id, key: b.key, name: b.name, multiplier: b.multiplier })) };
+}
+
+/**
+ * Makes one award: boosts, the blocking check, the caps, then the ledger row.
+ * @throws {InsufficientPointsError} when `block` is set and the award would take the total below 0.
+ */
+export function award(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, raw: number, at: Date, block = false): void {
+  const ps = pointsState(step.state, system.key);
+  const { amount, boosts } = boosted(step, system, raw, at);
+  if (block && amount < 0 && ps.total + amount < 0) throw new InsufficientPointsError(system.key, ps.total, -amount);
+  let next = ps.total + amount;
+  if (system.maxPoints !== null && next > system.maxPoints) next = Math.max(ps.total, system.maxPoints);
+  if (!system.allowNegative && next < 0) next = Math.min(ps.total, 0);
+  const awarded = next - ps.total;
+  if (awarded === 0) return;
+  ps.total = next;
+  const record: Award = { id: step.newId(), awarded, date: at.toISOString(), total: next, trigger: triggerView(trigger) };
+  if (boosts.length > 0) record.boosts = boosts;
+  let list = step.awards.get(system.key);
+  if (!list) step.awards.set(system.key, (list = []));
+  list.push(record);
+  step.effects.ledger.push({ id: record.id, userId: step.state.user.id, kind: 'points', key: system.key, at: record.date, delta: awarded, total: next, data: record });
+}
+
+/** `user_creation` triggers: the starting balance. */
+export function awardCreation(step: Step): void {
+  const created = new Date(step.state.user.created);
+  for (const system of step.cfg.pointsSystems) {
+    for (const t of system.creationTriggers) award(step, system, t, t.points, created);
+  }
+}
+
+function timeGrantsDue(step: Step, t: CompiledTrigger, createdMs: number, createdDate: string): number {
+  if (t.type !== 'time') return 0;
+  if (t.timeUnit === 'hour') return Math.max(0, Math.floor((step.now.getTime() - createdMs) / (t.timeInterval * HOUR_MS)));
+  return Math.max(0, Math.floor(daysBetween(createdDate, step.today) / t.timeInterval));
+}
+
+function timeGrantInstant(step: Step, t: CompiledTrigger, k: number, createdMs: number, createdDate: string): Date {
+  if (t.type === 'time' && t.timeUnit === 'hour') return new Date(createdMs + k * t.timeInterval * HOUR_MS);
+  const interval = t.type === 'time' ? t.timeInterval : 1;
+  return startOfLocalDate(addDays(createdDate, k * interval), step.tz);
+}
+
+/**
+ * Materialises every time grant due by `now`, in date order across a system's time triggers, each dated at
+ * the instant it fell due. Grants that a cap would cut to 0 are skipped in one step, so a user idle for a
+ * year at a full tank costs no more than one idle for an hour.
+ */
+export function accrueTimeGrants(step: Step): void {
+  const createdMs = Date.parse(step.state.user.created);
+  const createdDate = localDateOf(createdMs, step.tz);
+  for (const system of step.cfg.pointsSystems) {
+    if (system.timeTriggers.length === 0) continue;
+    const ps = pointsState(step.state, system.key);
+    const pending = system.timeTriggers.map((t) => ({ t, next: (ps.time[t.id] ?? 0) + 1, due: timeGrantsDue(step, t, createdMs, createdDate) }));
+    for (;;) {
+      const live = pending.filter((p) => p.next <= p.due);
+      if (live.length === 0) break;
+      const atCap = (p: (typeof live)[number]) =>
+        (p.t.points > 0 && system.maxPoints !== null && ps.total >= system.maxPoints) || (p.t.points < 0 && !system.allowNegative && ps.total <= 0);
+      if (live.every(atCap) && (live.every((p) => p.t.points > 0) || live.every((p) => p.t.points < 0))) {
+        for (const p of live) {
+          p.next = p.due + 1;
+          ps.time[p.t.id] = p.due;
+        }
+        break;
+      }
+      let first = live[0] as (typeof live)[number];
+      let firstAt = timeGrantInstant(step, first.t, first.next, createdMs, createdDate);
+      for (const p of live.slice(1)) {
+        const at = timeGrantInstant(step, p.t, p.next, createdMs, createdDate);
+        if (at < firstAt) {
+          first = p;
+          firstAt = at;
+        }
+      }
+      award(step, system, first.t, first.t.points, firstAt);
+      ps.time[first.t.id] = first.next;
+      first.next += 1;
+    }
+  }
+}
+
+/** Metric triggers for the event's metric: once per threshold of growth of the filtered high-water mark. */
+export function awardMetricTriggers(step: Step, system: CompiledPointsSystem, metricKey: string, value: number, attributes: Record<string, string> | undefined): void {
+  const triggers = system.metricTriggers.get(metricKey);
+  if (!triggers) return;
+  const ps = pointsState(step.state, system.key);
+  for (const t of triggers) {
+    if (t.type !== 'metric') continue;
+    if (!matchesFilter(t.eventAttributes, attributes) || !matchesFilter(t.userAttributes, step.state.user.attributes)) continue;
+    const track = ps.metric[t.id] ?? { sum: '0', hw: '0' };
+    const sum = addDecimal(track.sum, decimalOf(value));
+    let hw = track.hw;
+    let times = 0;
+    if (compareDecimal(sum, hw) > 0) {
+      times = floorDivideDecimal(sum, t.metricThreshold) - floorDivideDecimal(hw, t.metricThreshold);
+      hw = sum;
+    }
+    ps.metric[t.id] = { sum, hw };
+    if (times > 0) award(step, system, t, t.points * times, step.now, t.blockIfOutOfPoints === true);
+  }
+}
+
+/** Streak triggers: each time the streak length reaches a multiple of the threshold. */
+export function awardStreakTriggers(step: Step, system: CompiledPointsSystem): void {
+  if (!step.streakExtended) return;
+  const length = step.state.streak?.length ?? 0;
+  for (const t of system.streakTriggers) {
+    if (t.type !== 'streak' || length % t.streakLengthThreshold !== 0) continue;
+    if (!matchesFilter(t.userAttributes, step.state.user.attributes)) continue;
+    award(step, system, t, t.points, step.now, t.blockIfOutOfPoints === true);
+  }
+}
+
+/** Achievement triggers for the achievements unlocked in this call. */
+export function awardAchievementTriggers(step: Step, system: CompiledPointsSystem): void {
+  for (const a of step.unlocked) {
+    for (const t of system.achievementTriggers.get(a.key) ?? []) {
+      if (t.type !== 'achievement' || !matchesFilter(t.userAttributes, step.state.user.attributes)) continue;
+      award(step, system, t, t.points, step.now, t.blockIfOutOfPoints === true);
+    }
+  }
+}
+
+/** The response's `points`: each system whose total changed in this call. */
+export function eventPoints(step: Step): Record<string, EventPoints> {
+  const out: Record<string, EventPoints> = {};
+  for (const system of step.cfg.pointsSystems) {
+    const awards = step.awards.get(system.key);
+    if (!awards || awards.length === 0) continue;
+    const total = pointsState(step.state, system.key).total;
+    out[system.key] = {
+      ...systemView(system),
+      total,
+      level: levelFor(system, total),
+      added: awards.reduce((sum, a) => sum + a.awarded, 0),
+      awards,
+    };
+  }
+  return out;
+}
+
+/** Systems known to the configuration, for reads. */
+export function findSystem(cfg: LaurelConfig, key: string): CompiledPointsSystem | undefined {
+  return cfg.index.pointsSystems.get(key);
+}

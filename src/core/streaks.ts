@@ -1,0 +1,193 @@
+/**
+ * Streaks (semantics section 5): one per user, in the user's zone, maintained lazily. Missed periods,
+ * consumed freezes and earned freezes are all derived from the stored state and `now`, so a read at any
+ * time is right without a scheduler, and the next write materialises what the read showed.
+ */
+import type { CompiledStreak, LaurelConfig } from '../config/define.js';
+import {
+  addDays,
+  daysBetween,
+  localDateOf,
+  nextPeriodStart,
+  periodEndOf,
+  periodStartOf,
+  previousPeriodStart,
+  shiftPeriod,
+  startOfLocalDate,
+  type LocalDate,
+} from './calendar.js';
+import { addDecimal, compareDecimal, decimalOf } from './decimal.js';
+import type { Step } from './step.js';
+import type { EventStreak, StreakPeriodRow, StreakState, StreakView, UserState } from './types.js';
+
+/** A fresh streak state (used when a streak is configured after the user was created). */
+export function emptyStreak(streak: CompiledStreak): StreakState {
+  return {
+    length: 0,
+    started: null,
+    coveredThrough: null,
+    progressPeriod: null,
+    sums: {},
+    qualified: false,
+    freezes: streak.freezes ? Math.min(streak.freezes.initial, streak.freezes.max) : 0,
+    freezeGrants: 0,
+    lastExtendedAt: null,
+  };
+}
+
+/**
+ * Brings the streak up to `step.now`: each whole period missed since the last covered one consumes a freeze
+ * (earned freezes first, in date order) or breaks the streak. Frozen periods become ledger rows.
+ */
+export function advanceStreak(step: Step): void {
+  const cfg = step.cfg.streak;
+  if (!cfg) return;
+  const state = step.state;
+  if (!state.streak) state.streak = emptyStreak(cfg);
+  const s = state.streak;
+  const freq = cfg.frequency;
+  const current = periodStartOf(step.today, freq, step.cfg.weekStartsOn);
+  const created = localDateOf(new Date(state.user.created), step.tz);
+  const earnUpTo = (date: LocalDate) => {
+    const auto = cfg.freezes?.autoEarn;
+    if (!cfg.freezes || !auto) return;
+    const due = Math.floor(daysBetween(created, date) / auto.everyDays);
+    if (due > s.freezeGrants) {
+      s.freezes = Math.min(cfg.freezes.max, s.freezes + auto.amount * (due - s.freezeGrants));
+      s.freezeGrants = due;
+    }
+  };
+  if (s.length > 0 && s.coveredThrough !== null && s.coveredThrough < current) {
+    let p = nextPeriodStart(s.coveredThrough, freq);
+    while (p < current) {
+      const end = periodEndOf(p, freq);
+      earnUpTo(end);
+      if (s.freezes > 0) {
+        s.freezes -= 1;
+        s.coveredThrough = p;
+        const row: StreakPeriodRow = { periodStart: p, periodEnd: end, length: s.length, usedFreeze: true };
+        // A freeze is consumed when the missed period ends: at the start of the next local day.
+        const at = startOfLocalDate(addDays(end, 1), step.tz).toISOString();
+        step.effects.ledger.push({ id: step.newId(), userId: state.user.id, kind: 'streak', key: 'streak', at, delta: 0, total: s.length, data: row });
+        p = nextPeriodStart(p, freq);
+      } else {
+        s.length = 0;
+        s.started = null;
+        break;
+      }
+    }
+  }
+  earnUpTo(step.today);
+}
+
+/** Adds the event's value to the current period's progress and extends the streak when the period qualifies. */
+export function recordStreakProgress(step: Step, metricKey: string, value: number): void {
+  const cfg = step.cfg.streak;
+  const s = step.state.streak;
+  if (!cfg || !s) return;
+  const current = periodStartOf(step.today, cfg.frequency, step.cfg.weekStartsOn);
+  if (s.progressPeriod !== current) {
+    // A zone change can move "today" before a period already counted; progress then stays where it is.
+    if (s.progressPeriod !== null && current < s.progressPeriod) return;
+    s.progressPeriod = current;
+    s.sums = {};
+    s.qualified = false;
+  }
+  let qualifies: boolean;
+  if (!cfg.metrics) {
+    qualifies = value > 0;
+  } else {
+    const watched = cfg.metrics.find((m) => m.key === metricKey);
+    if (watched) s.sums[metricKey] = addDecimal(s.sums[metricKey] ?? '0', decimalOf(value));
+    const met = (m: { key: string; threshold: number }) => compareDecimal(s.sums[m.key] ?? '0', m.threshold) >= 0;
+    qualifies = cfg.mode === 'all' ? cfg.metrics.every(met) : cfg.metrics.some(met);
+  }
+  if (!qualifies || s.qualified) return;
+  s.qualified = true;
+  if (s.coveredThrough !== null && s.coveredThrough >= current) return; // already counted (zone moved west)
+  if (s.length > 0) {
+    s.length += 1;
+  } else {
+    s.length = 1;
+    s.started = step.today;
+  }
+  s.coveredThrough = current;
+  s.lastExtendedAt = step.nowIso;
+  step.streakExtended = true;
+  const row: StreakPeriodRow = { periodStart: current, periodEnd: periodEndOf(current, cfg.frequency), length: s.length, usedFreeze: false };
+  step.effects.ledger.push({ id: step.newId(), userId: step.state.user.id, kind: 'streak', key: 'streak', at: step.nowIso, delta: 1, total: s.length, data: row });
+}
+
+/** The wire view of a user's streak as of `today` (call after `advanceStreak`). */
+export function streakView(cfg: LaurelConfig, state: UserState | null, today: LocalDate): StreakView {
+  const sc = cfg.streak;
+  if (!sc) return { length: 0, frequency: 'daily', started: null, periodStart: null, periodEnd: null, expires: null };
+  const s = state?.streak ?? emptyStreak(sc);
+  const current = periodStartOf(today, sc.frequency, cfg.weekStartsOn);
+  const view: StreakView = {
+    length: s.length,
+    frequency: sc.frequency,
+    started: s.length > 0 ? s.started : null,
+    periodStart: current,
+    periodEnd: periodEndOf(current, sc.frequency),
+    expires: s.length > 0 && s.coveredThrough ? periodEndOf(nextPeriodStart(s.coveredThrough, sc.frequency), sc.frequency) : null,
+  };
+  if (sc.freezes) {
+    view.freezes = s.freezes;
+    view.maxFreezes = sc.freezes.max;
+    if (sc.freezes.autoEarn) {
+      view.freezeAutoEarnInterval = sc.freezes.autoEarn.everyDays;
+      view.freezeAutoEarnAmount = sc.freezes.autoEarn.amount;
+    }
+  }
+  return view;
+}
+
+export function eventStreak(step: Step): EventStreak {
+  return { ...streakView(step.cfg, step.state, step.today), extended: step.streakExtended };
+}
+
+export interface StreakHistoryEntry {
+  periodStart: LocalDate;
+  periodEnd: LocalDate;
+  length: number;
+  usedFreeze: boolean;
+}
+
+/**
+ * The last `periods` periods up to and including the current one, oldest first, from the streak rows of
+ * the ledger (`rows`, any order) and the current state. A period without a row reads 0, except the current
+ * period while the streak is still alive, which reads the live length.
+ */
+export function streakHistory(cfg: LaurelConfig, state: UserState, today: LocalDate, periods: number, rows: readonly StreakPeriodRow[]): StreakHistoryEntry[] {
+  const sc = cfg.streak;
+  if (!sc) return [];
+  const byPeriod = new Map<string, StreakPeriodRow>();
+  for (const r of rows) byPeriod.set(r.periodStart, r);
+  const current = periodStartOf(today, sc.frequency, cfg.weekStartsOn);
+  const s = state.streak;
+  const alive = !!s && s.length > 0 && s.coveredThrough !== null && s.coveredThrough >= previousPeriodStart(current, sc.frequency);
+  const out: StreakHistoryEntry[] = [];
+  for (let i = periods - 1; i >= 0; i--) {
+    const p = shiftPeriod(current, -i, sc.frequency);
+    const row = byPeriod.get(p);
+    const entry: StreakHistoryEntry = { periodStart: p, periodEnd: periodEndOf(p, sc.frequency), length: 0, usedFreeze: false };
+    if (row) {
+      entry.length = row.length;
+      entry.usedFreeze = row.usedFreeze;
+    } else if (i === 0 && alive && s) {
+      entry.length = s.length;
+    }
+    out.push(entry);
+  }
+  return out;
+}
+
+/** The first instant of the period `periods - 1` periods before the current one (for ledger range reads). */
+export function historyWindowStart(cfg: LaurelConfig, today: LocalDate, periods: number, tz: string): Date {
+  const sc = cfg.streak;
+  if (!sc) return new Date(0);
+  const first = shiftPeriod(periodStartOf(today, sc.frequency, cfg.weekStartsOn), -(periods - 1), sc.frequency);
+  // Two days of slack: rows are dated in the zone of their time and the user may have moved since.
+  return startOfLocalDate(addDays(first, -2), tz);
+}

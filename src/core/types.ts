@@ -1,0 +1,287 @@
+/**
+ * The data the pure core reads and writes: per-user state, the event input, the event response and the
+ * effects (ledger rows, leaderboard writes, counters, idempotency record) a store commits atomically.
+ * Everything here is plain JSON, so any store can persist it.
+ */
+import type { DecimalString } from './decimal.js';
+import type { Frequency, LocalDate } from './calendar.js';
+
+/** A user as sent with an event, an achievement completion or an identify call. */
+export interface UserInput {
+  id: string;
+  email?: string | null;
+  name?: string | null;
+  tz?: string | null;
+  attributes?: Record<string, string>;
+}
+
+/** The stored user record (wire shape `User`). */
+export interface UserRecord {
+  id: string;
+  email: string | null;
+  name: string | null;
+  tz: string | null;
+  attributes: Record<string, string>;
+  /** ISO instant of creation. */
+  created: string;
+  /** ISO instant of the last change. */
+  updated: string;
+}
+
+export interface StreakState {
+  length: number;
+  /** Local date of the event that started the current streak; null when length is 0. */
+  started: LocalDate | null;
+  /** Start of the last period that qualified or was covered by a freeze. */
+  coveredThrough: LocalDate | null;
+  /** Start of the period whose progress `sums` tracks. */
+  progressPeriod: LocalDate | null;
+  /** Per-metric sums inside `progressPeriod` (decimal strings); `*` for the default condition. */
+  sums: Record<string, DecimalString>;
+  /** True when `progressPeriod` has qualified. */
+  qualified: boolean;
+  freezes: number;
+  /** How many auto-earn grants have been applied since creation. */
+  freezeGrants: number;
+  /** ISO instant of the last extension. */
+  lastExtendedAt: string | null;
+}
+
+export interface PointsState {
+  total: number;
+  /** Metric triggers: the filtered running sum and its high-water mark. */
+  metric: Record<string, { sum: DecimalString; hw: DecimalString }>;
+  /** Time triggers: number of grants already materialised. */
+  time: Record<string, number>;
+}
+
+export interface BoardState {
+  /** First date of the run the value belongs to. */
+  run: LocalDate;
+  /** The breakdown group the user was ranked in. */
+  group: string;
+  value: DecimalString;
+  reachedAt: string;
+}
+
+/** Everything Laurel keeps about one user: bounded by the configuration, never by the user's history. */
+export interface UserState {
+  user: UserRecord;
+  metrics: Record<string, DecimalString>;
+  /** Filtered progress of metric achievements with `eventAttributes`. */
+  achievementProgress: Record<string, DecimalString>;
+  achievements: Record<string, { achievedAt: string; completionId: string }>;
+  streak: StreakState | null;
+  points: Record<string, PointsState>;
+  leaderboards: Record<string, BoardState>;
+}
+
+/** A recorded event as given to the pure core. */
+export interface EventInput {
+  metricKey: string;
+  user: UserInput;
+  value: number;
+  attributes?: Record<string, string>;
+  idempotencyKey?: string;
+}
+
+/** What time and ids the pure core may use: it never reads the clock or a random source itself. */
+export interface CoreContext {
+  now: Date;
+  newId: () => string;
+}
+
+export type LedgerKind = 'metric' | 'points' | 'streak';
+
+/** One append-only ledger row: a metric change, a points award or a streak period. */
+export interface LedgerRow {
+  id: string;
+  userId: string;
+  kind: LedgerKind;
+  /** Metric key, points-system key, or `streak`. */
+  key: string;
+  /** ISO instant the row is dated at (a time grant is dated when it fell due). */
+  at: string;
+  delta: number;
+  /** Running total after this row. */
+  total: number;
+  data: Award | StreakPeriodRow | { eventId: string } | null;
+}
+
+export interface StreakPeriodRow {
+  periodStart: LocalDate;
+  periodEnd: LocalDate;
+  length: number;
+  usedFreeze: boolean;
+}
+
+/** A leaderboard entry write: an absolute value (never an increment), or a removal. */
+export type LeaderboardWrite =
+  | { index: string; userId: string; value: number; reachedAt: string; date: LocalDate; remove?: false }
+  | { index: string; userId: string; remove: true; date: LocalDate };
+
+export interface IdempotencyRecord {
+  userId: string;
+  metricKey: string;
+  key: string;
+  eventId: string;
+  at: string;
+}
+
+/** What a store must apply atomically for one call. */
+export interface Effects {
+  ledger: LedgerRow[];
+  leaderboard: LeaderboardWrite[];
+  /** Counter increments (`users`, `achievement:<key>`). */
+  counters: Record<string, number>;
+  idempotency: IdempotencyRecord | null;
+  created: boolean;
+}
+
+export interface AttributePair {
+  key: string;
+  value: string;
+}
+
+/** Achievement as the wire API shows it. */
+export interface AchievementView {
+  id: string;
+  key: string;
+  name: string;
+  trigger: 'metric' | 'streak' | 'api' | 'achievement';
+  description: string | null;
+  badgeUrl: string | null;
+  metricId?: string;
+  metricName?: string;
+  metricValue?: number;
+  streakLength?: number;
+  achievementIds?: string[];
+  userAttributes: AttributePair[];
+  eventAttributes?: AttributePair[];
+}
+
+export interface UserAchievement extends AchievementView {
+  achievedAt: string | null;
+  /** For incomplete achievements read with `includeIncomplete`. */
+  progress?: { current: number; target: number };
+}
+
+export interface StreakView {
+  length: number;
+  frequency: Frequency;
+  started: LocalDate | null;
+  periodStart: LocalDate | null;
+  periodEnd: LocalDate | null;
+  expires: LocalDate | null;
+  freezes?: number;
+  maxFreezes?: number;
+  freezeAutoEarnInterval?: number;
+  freezeAutoEarnAmount?: number;
+}
+
+export interface EventStreak extends StreakView {
+  extended: boolean;
+}
+
+export interface PointsTriggerView {
+  id: string;
+  type: 'metric' | 'streak' | 'achievement' | 'time' | 'user_creation';
+  points: number;
+  metricId?: string;
+  metricName?: string;
+  metricThreshold?: number;
+  streakLengthThreshold?: number;
+  achievementId?: string;
+  achievementName?: string;
+  timeUnit?: 'hour' | 'day';
+  timeInterval?: number;
+}
+
+export interface BoostView {
+  id: string;
+  key: string;
+  name: string;
+  multiplier: number;
+}
+
+export interface Award {
+  id: string;
+  awarded: number;
+  date: string;
+  total: number;
+  trigger: PointsTriggerView;
+  boosts?: BoostView[];
+}
+
+export interface LevelView {
+  id: string;
+  key: string;
+  name: string;
+  description: string;
+  badgeUrl: string | null;
+  points: number;
+}
+
+export interface PointsSystemView {
+  id: string;
+  key: string;
+  name: string;
+  description: string | null;
+  badgeUrl: string | null;
+  maxPoints: number | null;
+}
+
+export interface EventPoints extends PointsSystemView {
+  total: number;
+  level: LevelView | null;
+  added: number;
+  awards: Award[];
+}
+
+export interface LeaderboardView {
+  id: string;
+  key: string;
+  name: string;
+  description: string | null;
+  rankBy: 'metric' | 'points' | 'streak';
+  metricKey?: string;
+  metricName?: string;
+  pointsSystemKey?: string;
+  pointsSystemName?: string;
+  start: LocalDate;
+  end: LocalDate | null;
+  maxParticipants: number;
+  runUnit: 'day' | 'month' | 'year' | null;
+  runInterval: number | null;
+  timeZone: string;
+  breakdownAttributes: string[];
+}
+
+export interface EventLeaderboard extends LeaderboardView {
+  rank: number | null;
+  previousRank: number | null;
+  threshold: number;
+  value: number;
+  /** The user's breakdown group (attribute key -> value); empty without breakdown attributes. */
+  userAttributes: Record<string, string>;
+}
+
+/** The response of recording one event (wire shape `EventResponse`). */
+export interface EventResponse {
+  metricId: string;
+  eventId: string;
+  total: number;
+  achievements: UserAchievement[];
+  currentStreak: EventStreak;
+  points: Record<string, EventPoints>;
+  leaderboards: Record<string, EventLeaderboard>;
+  idempotencyKey?: string;
+  idempotentReplayed?: boolean;
+}
+
+/** What the pure core returns for one event. */
+export interface ApplyResult {
+  state: UserState;
+  response: EventResponse;
+  effects: Effects;
+}

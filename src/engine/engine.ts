@@ -1,0 +1,604 @@
+/**
+ * `createEngine`: the only async layer. Each write loads the user's state, runs the pure core, and commits
+ * the result with an expected version; a conflict reloads and retries (bounded). Reads apply lazy
+ * maintenance (missed streak periods, due time grants) to what they load without writing it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { AchievementKeyOf, CompiledLeaderboard, LaurelConfig, LeaderboardKeyOf, MetricKeyOf, PointsKeyOf } from '../config/define.js';
+import { ConflictError, isLaurelErrorCode, NotFoundError, ValidationError } from '../errors.js';
+import { achievementProgress, achievementView, userAchievementView } from '../core/achievements.js';
+import { applyAccrue, applyCompletion, applyEvent, applyIdentify, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
+import { isValidLocalDate, localDateOf } from '../core/calendar.js';
+import {
+  boardIndex,
+  boardStatus,
+  groupOf,
+  leaderboardView,
+  pointsTotalsIndex,
+  runContaining,
+  runOf,
+} from '../core/leaderboards.js';
+import { levelFor, levelView, systemView, triggerView } from '../core/points.js';
+import { historyWindowStart, streakHistory, streakView, type StreakHistoryEntry } from '../core/streaks.js';
+import type {
+  AchievementView,
+  Award,
+  CoreContext,
+  Effects,
+  EventLeaderboard,
+  EventPoints,
+  EventResponse,
+  LevelView,
+  LeaderboardView,
+  PointsSystemView,
+  PointsTriggerView,
+  StreakPeriodRow,
+  StreakView,
+  UserAchievement,
+  UserInput,
+  UserRecord,
+  UserState,
+} from '../core/types.js';
+import { validateEvent, validateUserId, validateUserInput } from '../core/users.js';
+import { createMemoryStore } from '../store/memory.js';
+import type { CommitResult, Store, VersionedState } from '../store/types.js';
+import { KeyedLock } from './lock.js';
+import { foldSummary, summaryPeriods, validateSummaryOptions, type SummaryOptions, type SummaryRow } from './summaries.js';
+
+/** Bounded optimistic-concurrency retries. */
+export interface RetryOptions {
+  /** Total attempts per call (default 10). */
+  attempts?: number;
+  /** Base of the jittered exponential backoff between attempts, in ms (default 2). */
+  baseDelayMs?: number;
+}
+
+export interface EngineOptions<C extends LaurelConfig> {
+  config: C;
+  /** Where state lives (default: a new in-memory store). */
+  store?: Store;
+  /** The engine's only source of "now" (default `() => new Date()`). */
+  clock?: () => Date;
+  /** The engine's only source of ids (default: random UUIDs). */
+  newId?: () => string;
+  retry?: RetryOptions;
+}
+
+export interface EventRequest {
+  user: UserInput;
+  value: number;
+  attributes?: Record<string, string>;
+}
+
+export interface RecordOptions {
+  idempotencyKey?: string;
+}
+
+export interface UserView extends UserRecord {}
+
+export interface StreakResponse extends StreakView {
+  /** Instant of the last extension, or null. */
+  extended: string | null;
+  streakHistory: StreakHistoryEntry[];
+}
+
+export interface UserPoints extends PointsSystemView {
+  total: number;
+  level: LevelView | null;
+  awards: Award[];
+}
+
+export interface MetricResponse {
+  id: string;
+  key: string;
+  name: string;
+  current: number;
+  achievements: UserAchievement[];
+}
+
+export interface AchievementStats extends AchievementView {
+  completions: number;
+  /** Percent of users who completed it (0..100, two decimals). */
+  rarity: number;
+}
+
+export interface Ranking {
+  userId: string;
+  userName: string | null;
+  rank: number;
+  value: number;
+}
+
+export type BoardStatus = 'scheduled' | 'active' | 'finished';
+
+export interface LeaderboardRankings extends LeaderboardView {
+  status: BoardStatus;
+  run: { start: string; end: string | null };
+  threshold: number;
+  rankings: Ranking[];
+}
+
+export interface UserLeaderboard extends LeaderboardView {
+  rank: number | null;
+  value: number | null;
+  run: { start: string; end: string | null };
+  history: { date: string; previousRank: number | null; rank: number | null; previousValue: number | null; value: number | null }[];
+}
+
+export interface LeaderboardOptions {
+  offset?: number;
+  limit?: number;
+  /** Any date inside the wanted run (default: the current run). */
+  run?: string;
+  /** Makes `offset` relative to this user's rank. */
+  userId?: string;
+  /** Picks the breakdown group (default: the user's group when `userId` is given). */
+  userAttributes?: Record<string, string>;
+}
+
+const intIn = (value: unknown, name: string, min: number, max: number, fallback: number): number => {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ValidationError(`${name} must be an integer from ${min} to ${max} (got ${String(value)})`, [{ path: [name], message: `must be an integer from ${min} to ${max}` }]);
+  }
+  return value;
+};
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Creates an engine over a configuration and a store.
+ *
+ * @example
+ * ```ts
+ * const engine = createEngine({ config, store: createMemoryStore(), clock: () => new Date() });
+ * const res = await engine.recordEvent('lessons', { user: { id: 'u1', tz: 'Europe/Paris' }, value: 1 });
+ * ```
+ */
+export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) {
+  const config = options.config as LaurelConfig;
+  const store = options.store ?? createMemoryStore();
+  const clock = options.clock ?? (() => new Date());
+  const newId = options.newId ?? (() => randomUUID());
+  const attempts = Math.max(1, options.retry?.attempts ?? 10);
+  const baseDelay = options.retry?.baseDelayMs ?? 2;
+  const lock = new KeyedLock();
+  const context = (): CoreContext => ({ now: clock(), newId });
+
+  /** Runs `attempt` under the user's lock, retrying on conflicts. */
+  async function withUser<R>(userId: string, attempt: (loaded: VersionedState | null) => Promise<R>): Promise<R> {
+    return lock.run(userId, async () => {
+      for (let i = 0; ; i++) {
+        const loaded = await store.loadUser(userId);
+        try {
+          return await attempt(loaded);
+        } catch (error) {
+          if (!isLaurelErrorCode(error, 'CONFLICT')) throw error;
+          if (i + 1 >= attempts) throw new ConflictError(`Storage conflict for user ${JSON.stringify(userId)} after ${attempts} attempts.`, { cause: error });
+          await sleep(baseDelay * 2 ** Math.min(i, 6) * Math.random());
+        }
+      }
+    });
+  }
+
+  async function commit(userId: string, loaded: VersionedState | null, state: UserState, effects: Effects): Promise<CommitResult> {
+    return store.commit({
+      userId,
+      expectedVersion: loaded?.version ?? 0,
+      state,
+      ledger: effects.ledger,
+      leaderboard: effects.leaderboard,
+      counters: effects.counters,
+      idempotency: effects.idempotency,
+    });
+  }
+
+  const board = (key: string): CompiledLeaderboard => {
+    const b = config.index.leaderboards.get(key);
+    if (!b) throw new NotFoundError('leaderboard', key);
+    return b;
+  };
+
+  /** The value of the last ranked entry when a board (run, group) is full, else 0. */
+  async function thresholdOf(b: CompiledLeaderboard, index: string, size?: number): Promise<number> {
+    const count = size ?? (await store.countEntries(index));
+    if (count < b.maxParticipants) return 0;
+    const [last] = await store.readRange(index, b.maxParticipants - 1, 1);
+    return last?.value ?? 0;
+  }
+
+  const capRank = (b: CompiledLeaderboard, rank: number | null | undefined) => (rank != null && rank <= b.maxParticipants ? rank : null);
+
+  /** Fills ranks and thresholds into a response's leaderboards from the commit's rank changes. */
+  async function fillRanks(boards: Record<string, EventLeaderboard>, state: UserState, result: CommitResult): Promise<void> {
+    for (const [key, entry] of Object.entries(boards)) {
+      const b = board(key);
+      const index = boardIndex(key, entry.start, groupOf(b, state.user.attributes));
+      const changes = result.ranks.filter((r) => r.index === index && r.userId === state.user.id);
+      const first = changes[0];
+      const last = changes[changes.length - 1];
+      entry.previousRank = capRank(b, first?.previousRank);
+      entry.rank = capRank(b, last?.rank);
+      entry.threshold = await thresholdOf(b, index);
+    }
+  }
+
+  async function loadOrThrow(userId: string): Promise<VersionedState> {
+    validateUserId(userId, ['userId']);
+    const loaded = await store.loadUser(userId);
+    if (!loaded) throw new NotFoundError('user', userId);
+    return loaded;
+  }
+
+  function metricKeyOrThrow(key: string) {
+    const metric = config.index.metrics.get(key);
+    if (!metric) throw new NotFoundError('metric', key);
+    return metric;
+  }
+
+  function systemOrThrow(key: string) {
+    const system = config.index.pointsSystems.get(key);
+    if (!system) throw new NotFoundError('pointsSystem', key);
+    return system;
+  }
+
+  const engine = {
+    config: options.config,
+    store,
+
+    /**
+     * Records one event for one user and returns what changed for them.
+     * @throws {NotFoundError} unknown metric. {@link ValidationError} / {@link InvalidAttributeKeysError} bad input.
+     * {@link InsufficientPointsError} a blocking trigger would overdraw. {@link ConflictError} retries spent.
+     * Nothing is recorded by a call that throws.
+     */
+    async recordEvent(metricKey: MetricKeyOf<C>, request: EventRequest, opts: RecordOptions = {}): Promise<EventResponse> {
+      const event = { metricKey: metricKey as string, ...request, ...(opts.idempotencyKey !== undefined ? { idempotencyKey: opts.idempotencyKey } : {}) };
+      validateEvent(config, event);
+      return withUser(request.user.id, async (loaded) => {
+        if (event.idempotencyKey !== undefined && loaded) {
+          const record = await store.getIdempotencyRecord(request.user.id, event.metricKey, event.idempotencyKey);
+          if (record) return replayResponse(config, loaded.state, event.metricKey, record.eventId, event.idempotencyKey, context());
+        }
+        const { state, response, effects } = applyEvent(config, loaded?.state ?? null, event, context());
+        const result = await commit(request.user.id, loaded, state, effects);
+        await fillRanks(response.leaderboards, state, result);
+        return response;
+      });
+    },
+
+    /**
+     * Returns the response `recordEvent` would return for the same input, without committing anything
+     * (ranks are those the user would have if no one else moved). Throws exactly as `recordEvent` would.
+     */
+    async simulateEvent(metricKey: MetricKeyOf<C>, request: EventRequest, opts: RecordOptions = {}): Promise<EventResponse> {
+      const event = { metricKey: metricKey as string, ...request, ...(opts.idempotencyKey !== undefined ? { idempotencyKey: opts.idempotencyKey } : {}) };
+      validateEvent(config, event);
+      const loaded = await store.loadUser(request.user.id);
+      if (event.idempotencyKey !== undefined && loaded) {
+        const record = await store.getIdempotencyRecord(request.user.id, event.metricKey, event.idempotencyKey);
+        if (record) return replayResponse(config, loaded.state, event.metricKey, record.eventId, event.idempotencyKey, context());
+      }
+      const { state, response } = applyEvent(config, loaded?.state ?? null, event, context());
+      for (const [key, entry] of Object.entries(response.leaderboards)) {
+        const b = board(key);
+        const index = boardIndex(key, entry.start, groupOf(b, state.user.attributes));
+        const before = await store.getEntry(index, state.user.id);
+        entry.previousRank = capRank(b, before?.rank);
+        if (entry.value > 0) {
+          // Everyone at or above the new value ranks first (they reached it earlier); the user's own old
+          // entry is not counted.
+          const above = await store.countEntries(index, { min: entry.value });
+          entry.rank = capRank(b, above - (before && before.value >= entry.value ? 1 : 0) + 1);
+        }
+        entry.threshold = await thresholdOf(b, index);
+      }
+      return response;
+    },
+
+    /** Creates or updates a user (identify / upsert). New users get their `user_creation` awards. */
+    async identifyUser(user: UserInput): Promise<UserView> {
+      validateUserInput(config, user);
+      return withUser(user.id, async (loaded) => {
+        const { state, effects } = applyIdentify(config, loaded?.state ?? null, user, context());
+        await commit(user.id, loaded, state, effects);
+        return { ...state.user, attributes: { ...state.user.attributes } };
+      });
+    },
+
+    /** Updates an existing user. @throws {NotFoundError} when the user does not exist. */
+    async updateUser(userId: string, patch: Omit<UserInput, 'id'>): Promise<UserView> {
+      const user = { ...patch, id: userId };
+      validateUserInput(config, user);
+      return withUser(userId, async (loaded) => {
+        if (!loaded) throw new NotFoundError('user', userId);
+        const { state, effects } = applyIdentify(config, loaded.state, user, context());
+        await commit(userId, loaded, state, effects);
+        return { ...state.user, attributes: { ...state.user.attributes } };
+      });
+    },
+
+    /** A user's record. @throws {NotFoundError} for an unknown user. */
+    async getUser(userId: string): Promise<UserView> {
+      const { state } = await loadOrThrow(userId);
+      return state.user;
+    },
+
+    /**
+     * Completes an `api` achievement. Idempotent: completing it again returns the first completion.
+     * @throws {NotFoundError} unknown achievement. {@link ValidationError} not an `api` achievement.
+     */
+    async completeAchievement(key: AchievementKeyOf<C>, input: { user: UserInput }): Promise<{ completionId: string; achievement: UserAchievement; points: Record<string, EventPoints> }> {
+      const achievement = config.index.achievements.get(key as string);
+      if (!achievement) throw new NotFoundError('achievement', key as string);
+      validateUserInput(config, input?.user);
+      return withUser(input.user.id, async (loaded) => {
+        const out = applyCompletion(config, loaded?.state ?? null, achievement, input.user, context());
+        if (out.changed) await commit(input.user.id, loaded, out.state, out.effects);
+        const { completionId, achievement: view, points } = out.result as CompletionResult;
+        return { completionId, achievement: view, points };
+      });
+    },
+
+    /** Materialises due time grants and streak maintenance for a user; returns the systems that changed. */
+    async accrue(userId: string): Promise<{ points: Record<string, EventPoints> }> {
+      validateUserId(userId, ['userId']);
+      return withUser(userId, async (loaded) => {
+        if (!loaded) throw new NotFoundError('user', userId);
+        const { state, effects, result } = applyAccrue(config, loaded.state, context());
+        if (effects.ledger.length > 0 || effects.leaderboard.length > 0) await commit(userId, loaded, state, effects);
+        return result;
+      });
+    },
+
+    /** A user's achievements: completed ones, plus incomplete ones with progress when asked. */
+    async getUserAchievements(userId: string, opts: { includeIncomplete?: boolean } = {}): Promise<UserAchievement[]> {
+      const { state } = await loadOrThrow(userId);
+      const view = viewState(config, state, context()).state;
+      const out: UserAchievement[] = [];
+      for (const a of config.achievements) {
+        const done = view.achievements[a.key];
+        if (done) out.push(userAchievementView(a, view));
+        else if (opts.includeIncomplete) out.push({ ...userAchievementView(a, view), progress: achievementProgress(config, a, view) });
+      }
+      return out;
+    },
+
+    /** Every configured achievement with its number of completions and rarity (percent of users). */
+    async listAchievements(): Promise<AchievementStats[]> {
+      const counters = await store.getCounters(['users', ...config.achievements.map((a) => `achievement:${a.key}`)]);
+      const users = counters.users ?? 0;
+      return config.achievements.map((a) => {
+        const completions = counters[`achievement:${a.key}`] ?? 0;
+        return { ...achievementView(a), completions, rarity: users > 0 ? Math.round((completions / users) * 10_000) / 100 : 0 };
+      });
+    },
+
+    /** The user's streak as of now, with the last `historyPeriods` periods (default 7, 1..365). */
+    async getStreak(userId: string, opts: { historyPeriods?: number } = {}): Promise<StreakResponse> {
+      const periods = intIn(opts.historyPeriods, 'historyPeriods', 1, 365, 7);
+      const { state } = await loadOrThrow(userId);
+      const ctx = context();
+      const view = viewStateWithEffects(state, ctx);
+      const from = historyWindowStart(config, view.today, periods, view.tz).toISOString();
+      const stored = config.streak ? await store.readLedger({ userId, kind: 'streak', key: 'streak', from, order: 'asc' }) : [];
+      const rows = [...stored, ...view.effects.ledger.filter((r) => r.kind === 'streak')].map((r) => r.data as StreakPeriodRow);
+      return {
+        ...streakView(config, view.state, view.today),
+        extended: view.state.streak?.lastExtendedAt ?? null,
+        streakHistory: streakHistory(config, view.state, view.today, periods, rows),
+      };
+    },
+
+    /** Streak lengths of up to 100 users, longest first (unknown users are left out). */
+    async getStreaks(userIds: readonly string[]): Promise<{ userId: string; streakLength: number; extended: string | null }[]> {
+      if (!Array.isArray(userIds) || userIds.length > 100) throw new ValidationError('userIds must be a list of at most 100 user ids', [{ path: ['userIds'], message: 'at most 100' }]);
+      userIds.forEach((id, i) => validateUserId(id, ['userIds', i]));
+      const ctx = context();
+      const loaded = await store.loadUsers([...new Set(userIds)]);
+      return loaded
+        .filter((l): l is VersionedState => l !== null)
+        .map((l) => {
+          const v = viewState(config, l.state, ctx).state;
+          return { userId: v.user.id, streakLength: v.streak?.length ?? 0, extended: v.streak?.lastExtendedAt ?? null };
+        })
+        .sort((a, b) => b.streakLength - a.streakLength || (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
+    },
+
+    /** Every metric's current total for a user, with the metric achievements they completed. */
+    async getUserMetrics(userId: string): Promise<MetricResponse[]> {
+      const { state } = await loadOrThrow(userId);
+      return config.metrics.map((m) => metricResponse(m.key, state));
+    },
+
+    /** One metric's current total for a user. */
+    async getUserMetric(userId: string, metricKey: MetricKeyOf<C>): Promise<MetricResponse> {
+      metricKeyOrThrow(metricKey as string);
+      const { state } = await loadOrThrow(userId);
+      return metricResponse(metricKey as string, state);
+    },
+
+    /** Per-period totals and changes of a metric for charts (semantics section 6). */
+    async getMetricEventSummary(userId: string, metricKey: MetricKeyOf<C>, opts: SummaryOptions): Promise<SummaryRow[]> {
+      metricKeyOrThrow(metricKey as string);
+      const options = validateSummaryOptions(opts);
+      const { state } = await loadOrThrow(userId);
+      const tz = state.user.tz ?? config.timeZone;
+      return summarise(userId, 'metric', metricKey as string, options, tz, []);
+    },
+
+    /** Per-period totals and changes of a points system for charts, including time grants due by now. */
+    async getPointsEventSummary(userId: string, systemKey: PointsKeyOf<C>, opts: SummaryOptions): Promise<SummaryRow[]> {
+      systemOrThrow(systemKey as string);
+      const options = validateSummaryOptions(opts);
+      const { state } = await loadOrThrow(userId);
+      const view = viewState(config, state, context());
+      const pending = (view.awards.get(systemKey as string) ?? []).map((a) => ({ at: a.date, total: a.total }));
+      return summarise(userId, 'points', systemKey as string, options, view.tz, pending);
+    },
+
+    /** A user's total, level and latest awards (newest first; `awards` 1..100, default 10) in a system. */
+    async getPointsSummary(userId: string, systemKey: PointsKeyOf<C>, opts: { awards?: number } = {}): Promise<UserPoints> {
+      const system = systemOrThrow(systemKey as string);
+      const count = intIn(opts.awards, 'awards', 1, 100, 10);
+      const { state } = await loadOrThrow(userId);
+      const view = viewState(config, state, context());
+      const pending = [...(view.awards.get(system.key) ?? [])].reverse().slice(0, count);
+      const stored =
+        pending.length < count
+          ? await store.readLedger({ userId, kind: 'points', key: system.key, order: 'desc', limit: count - pending.length })
+          : [];
+      const total = view.state.points[system.key]?.total ?? 0;
+      return { ...systemView(system), total, level: levelFor(system, total), awards: [...pending, ...stored.map((r) => r.data as Award)] };
+    },
+
+    /** A points system with its triggers. */
+    async getPointsSystem(systemKey: PointsKeyOf<C>): Promise<PointsSystemView & { triggers: PointsTriggerView[]; levels: LevelView[] }> {
+      const system = systemOrThrow(systemKey as string);
+      return { ...systemView(system), triggers: system.triggers.map(triggerView), levels: system.levels.map(levelView) };
+    },
+
+    /** A points system's levels, lowest first. */
+    async getLevels(systemKey: PointsKeyOf<C>): Promise<LevelView[]> {
+      return systemOrThrow(systemKey as string).levels.map(levelView);
+    },
+
+    /** How many users are at each level (from the ordered index of totals: one count per level). */
+    async getLevelSummary(systemKey: PointsKeyOf<C>): Promise<{ level: LevelView; users: number }[]> {
+      const system = systemOrThrow(systemKey as string);
+      const index = pointsTotalsIndex(system.key);
+      return Promise.all(
+        system.levels.map(async (level, i) => {
+          const next = system.levels[i + 1];
+          return { level: levelView(level), users: await store.countEntries(index, { min: level.points, ...(next ? { max: next.points } : {}) }) };
+        }),
+      );
+    },
+
+    /**
+     * Distribution of users' totals in 11 equal buckets from 0 to the highest total: each `{ from, to, users }`
+     * with `from`/`to` inclusive integer bounds (negative totals, where allowed, count in the first bucket).
+     */
+    async getPointsHistogram(systemKey: PointsKeyOf<C>): Promise<{ from: number; to: number; users: number }[]> {
+      const system = systemOrThrow(systemKey as string);
+      const index = pointsTotalsIndex(system.key);
+      const [top] = await store.readRange(index, 0, 1);
+      const max = Math.max(0, top?.value ?? 0);
+      const width = Math.max(1, Math.ceil((max + 1) / 11));
+      return Promise.all(
+        Array.from({ length: 11 }, async (_, i) => {
+          const from = i * width;
+          const to = from + width - 1;
+          const users = await store.countEntries(index, { ...(i > 0 ? { min: from } : {}), max: to + 1 });
+          return { from, to, users };
+        }),
+      );
+    },
+
+    /** Every leaderboard with its status (finished ones only with `includeFinished`). */
+    async listLeaderboards(opts: { includeFinished?: boolean } = {}): Promise<(LeaderboardView & { status: BoardStatus })[]> {
+      const now = clock();
+      return config.leaderboards
+        .map((b) => ({ ...leaderboardView(b), status: boardStatus(b, localDateOf(now, b.timeZone)) }))
+        .filter((b) => opts.includeFinished || b.status !== 'finished');
+    },
+
+    /**
+     * One page of a leaderboard run (semantics section 7). With `userId`, `offset` is relative to that
+     * user's rank (`{ userId, offset: -2, limit: 5 }`: two above, the user, two below).
+     */
+    async getLeaderboard(key: LeaderboardKeyOf<C>, opts: LeaderboardOptions = {}): Promise<LeaderboardRankings> {
+      const b = board(key as string);
+      const limit = intIn(opts.limit, 'limit', 1, 1000, 10);
+      const offset = intIn(opts.offset, 'offset', opts.userId === undefined ? 0 : -1_000_000, 1_000_000_000, 0);
+      const today = localDateOf(clock(), b.timeZone);
+      const run = resolveRun(b, opts.run, today);
+      let attributes = opts.userAttributes ?? {};
+      let start = offset;
+      if (opts.userId !== undefined) {
+        validateUserId(opts.userId, ['userId']);
+        if (!opts.userAttributes && b.breakdownAttributes.length > 0) attributes = (await store.loadUser(opts.userId))?.state.user.attributes ?? {};
+      }
+      const index = boardIndex(b.key, run.start, groupOf(b, attributes));
+      const base = { ...leaderboardView(b), status: runStatus(b, run, today), run, threshold: await thresholdOf(b, index) };
+      if (opts.userId !== undefined) {
+        const entry = await store.getEntry(index, opts.userId);
+        if (!entry || entry.rank > b.maxParticipants) return { ...base, rankings: [] };
+        start = entry.rank - 1 + offset;
+      }
+      const from = Math.max(0, start);
+      const to = Math.min(b.maxParticipants, start + limit);
+      if (to <= from) return { ...base, rankings: [] };
+      const entries = await store.readRange(index, from, to - from);
+      const names = await store.loadUsers(entries.map((e) => e.userId));
+      return {
+        ...base,
+        rankings: entries.map((e, i) => ({ userId: e.userId, userName: names[i]?.state.user.name ?? null, rank: e.rank, value: e.value })),
+      };
+    },
+
+    /** A user's rank, value and daily rank history (latest `numEvents` days, 0..100, default 10) in a board run. */
+    async getUserLeaderboard(userId: string, key: LeaderboardKeyOf<C>, opts: { run?: string; numEvents?: number } = {}): Promise<UserLeaderboard> {
+      const b = board(key as string);
+      const numEvents = intIn(opts.numEvents, 'numEvents', 0, 100, 10);
+      const { state } = await loadOrThrow(userId);
+      const run = resolveRun(b, opts.run, localDateOf(clock(), b.timeZone));
+      const index = boardIndex(b.key, run.start, groupOf(b, state.user.attributes));
+      const entry = await store.getEntry(index, userId);
+      const history = numEvents > 0 ? await store.readRankHistory(index, userId, numEvents) : [];
+      return {
+        ...leaderboardView(b),
+        run,
+        rank: capRank(b, entry?.rank),
+        value: entry?.value ?? null,
+        history: history.map((h) => ({ ...h, previousRank: capRank(b, h.previousRank), rank: capRank(b, h.rank) })),
+      };
+    },
+  };
+
+  function viewStateWithEffects(state: UserState, ctx: CoreContext) {
+    // A read-only accrual: the effects are looked at (frozen periods), never committed.
+    const { state: next, effects } = applyAccrue(config, state, ctx);
+    const tz = next.user.tz ?? config.timeZone;
+    return { state: next, effects, tz, today: localDateOf(ctx.now, tz) };
+  }
+
+  function metricResponse(metricKey: string, state: UserState): MetricResponse {
+    const metric = metricKeyOrThrow(metricKey);
+    return {
+      id: metric.id,
+      key: metric.key,
+      name: metric.name,
+      current: Number(state.metrics[metricKey] ?? 0),
+      achievements: (config.index.achievementsByMetric.get(metricKey) ?? []).filter((a) => state.achievements[a.key]).map((a) => userAchievementView(a, state)),
+    };
+  }
+
+  async function summarise(userId: string, kind: 'metric' | 'points', key: string, options: SummaryOptions, tz: string, pending: { at: string; total: number }[]): Promise<SummaryRow[]> {
+    const { starts, bounds } = summaryPeriods(options, tz, config.weekStartsOn);
+    const from = bounds[0] as string;
+    const to = bounds[bounds.length - 1] as string;
+    const [before] = await store.readLedger({ userId, kind, key, to: from, order: 'desc', limit: 1 });
+    const rows = await store.readLedger({ userId, kind, key, from, to, order: 'asc' });
+    const points = [...rows.map((r) => ({ at: r.at, total: r.total })), ...pending.filter((p) => p.at >= from && p.at < to)];
+    const baseline = pending.filter((p) => p.at < from).pop()?.total ?? before?.total ?? 0;
+    return foldSummary(starts, bounds, baseline, points);
+  }
+
+  function resolveRun(b: CompiledLeaderboard, run: string | undefined, today: string) {
+    if (run !== undefined && (typeof run !== 'string' || !isValidLocalDate(run))) throw new ValidationError(`run must be a date in YYYY-MM-DD form (got ${String(run)})`, [{ path: ['run'], message: 'must be a date' }]);
+    const date = run ?? today;
+    return runOf(b, date) ?? runContaining(b, date < b.start ? b.start : (b.end ?? date));
+  }
+
+  function runStatus(b: CompiledLeaderboard, run: { start: string; end: string | null }, today: string): BoardStatus {
+    if (today < run.start) return 'scheduled';
+    if ((run.end !== null && today > run.end) || boardStatus(b, today) === 'finished') return 'finished';
+    return 'active';
+  }
+
+  return engine;
+}
+
+/** The engine returned by {@link createEngine}. */
+export type Engine<C extends LaurelConfig = LaurelConfig> = ReturnType<typeof createEngine<C>>;

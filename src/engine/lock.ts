@@ -1,0 +1,22 @@
+/**
+ * A per-key async mutex. Calls for the same user inside one process run one after another, so they never
+ * race each other into optimistic-concurrency conflicts; conflicts with other processes are still handled
+ * by the engine's bounded retries.
+ */
+export class KeyedLock {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.tails.get(key) ?? Promise.resolve();
+    const result = previous.then(task, task);
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return result;
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * Laurel's typed errors. Every failure the library reports is a {@link LaurelError} with a stable `code`
+ * from a closed union and a suggested HTTP `status` (semantics section 8).
+ */
+
+/** The closed set of error codes Laurel reports. */
+export type LaurelErrorCode =
+  | 'VALIDATION'
+  | 'INVALID_ATTRIBUTE_KEYS'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'INSUFFICIENT_POINTS'
+  | 'CONFIG'
+  | 'UNAUTHORIZED';
+
+// A registered symbol, so the brand survives when both the ESM and the CJS build are loaded.
+const BRAND = Symbol.for('laurel.error');
+
+/**
+ * Base class of every error Laurel throws.
+ *
+ * @example
+ * ```ts
+ * try { await engine.recordEvent('lessons', input); }
+ * catch (e) { if (isLaurelError(e)) console.log(e.code, e.status, e.message); }
+ * ```
+ */
+export class LaurelError extends Error {
+  /** Stable machine-readable code. */
+  readonly code: LaurelErrorCode;
+  /** Suggested HTTP status for this failure. */
+  readonly status: number;
+
+  constructor(code: LaurelErrorCode, status: number, message: string, options?: { cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.status = status;
+    this.name = new.target.name;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+}
+
+/** One problem found by validation: where it is and what is wrong. */
+export interface ValidationIssue {
+  path: (string | number)[];
+  message: string;
+}
+
+/** Input that is malformed: a non-finite value, an empty user id, a bad time zone, bad query parameters. */
+export class ValidationError extends LaurelError {
+  readonly issues: ValidationIssue[];
+  constructor(message: string, issues: ValidationIssue[] = [], options?: { cause?: unknown }) {
+    super('VALIDATION', 400, message, options);
+    this.issues = issues;
+  }
+}
+
+/** An event or user named attribute keys that the configuration does not declare (semantics section 2). */
+export class InvalidAttributeKeysError extends LaurelError {
+  readonly keys: string[];
+  constructor(keys: string[]) {
+    super(
+      'INVALID_ATTRIBUTE_KEYS',
+      400,
+      `Invalid attribute keys: ${keys.join(', ')}. Please ensure all attribute keys match those set up in the configuration.`,
+    );
+    this.keys = keys;
+  }
+}
+
+/** The kinds of thing a {@link NotFoundError} can be about. */
+export type NotFoundKind = 'metric' | 'user' | 'achievement' | 'pointsSystem' | 'leaderboard';
+
+/** An unknown metric, user, achievement, points system or leaderboard. */
+export class NotFoundError extends LaurelError {
+  readonly kind: NotFoundKind;
+  readonly key: string;
+  constructor(kind: NotFoundKind, key: string) {
+    const label = { metric: 'Metric', user: 'User', achievement: 'Achievement', pointsSystem: 'Points system', leaderboard: 'Leaderboard' }[kind];
+    super('NOT_FOUND', 404, `${label} not found: ${JSON.stringify(key)}`);
+    this.kind = kind;
+    this.key = key;
+  }
+}
+
+/**
+ * A commit lost an optimistic-concurrency race. Stores throw it for a stale version; the engine retries and
+ * only lets it escape once its retries are spent.
+ */
+export class ConflictError extends LaurelError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFLICT', 409, message, options);
+  }
+}
+
+/** An event would take a `blockIfOutOfPoints` system below zero; nothing was recorded. */
+export class InsufficientPointsError extends LaurelError {
+  readonly pointsSystemKey: string;
+  readonly total: number;
+  readonly required: number;
+  constructor(pointsSystemKey: string, total: number, required: number) {
+    super(
+      'INSUFFICIENT_POINTS',
+      422,
+      `Insufficient points in "${pointsSystemKey}": the event needs ${required} and the user has ${total}.`,
+    );
+    this.pointsSystemKey = pointsSystemKey;
+    this.total = total;
+    this.required = required;
+  }
+}
+
+/** The configuration given to `defineConfig` is invalid; `issues` lists every problem with its path. */
+export class ConfigError extends LaurelError {
+  readonly issues: ValidationIssue[];
+  constructor(issues: ValidationIssue[]) {
+    super(
+      'CONFIG',
+      500,
+      `Invalid Laurel configuration:\n${issues.map((i) => `  - ${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`).join('\n')}`,
+    );
+    this.issues = issues;
+  }
+}
+
+/** A request without a valid API key (HTTP layer). */
+export class UnauthorizedError extends LaurelError {
+  constructor(message = 'Unauthorized: missing or invalid X-API-KEY header.') {
+    super('UNAUTHORIZED', 401, message);
+  }
+}
+
+/** True for any Laurel error, from whichever copy of the package (ESM or CJS) created it. */
+export function isLaurelError(value: unknown): value is LaurelError {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+}
+
+/** True when `value` is a Laurel error with the given code. */
+export function isLaurelErrorCode<C extends LaurelErrorCode>(value: unknown, code: C): value is LaurelError & { code: C } {
+  return isLaurelError(value) && value.code === code;
+}

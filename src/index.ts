@@ -1,0 +1,88 @@
+/**
+ * Laurel: an embeddable gamification engine. `defineConfig` validates a configuration, `applyEvent` is the
+ * pure rules core, and `createEngine` runs it against a pluggable store.
+ */
+export { defineConfig } from './config/define.js';
+export { configSchema } from './config/schema.js';
+export { applyEvent, applyIdentify, applyAccrue, applyCompletion, replayResponse, viewState } from './core/apply.js';
+export { createEngine } from './engine/engine.js';
+export {
+  LaurelError,
+  ValidationError,
+  InvalidAttributeKeysError,
+  NotFoundError,
+  ConflictError,
+  InsufficientPointsError,
+  ConfigError,
+  UnauthorizedError,
+  isLaurelError,
+  isLaurelErrorCode,
+} from './errors.js';
+export { compareEntries } from './store/ordered-index.js';
+export { boardIndex, pointsTotalsIndex } from './core/leaderboards.js';
+export { addDecimal, compareDecimal, decimalOf } from './core/decimal.js';
+
+export type {
+  LaurelConfig,
+  ConfigKeys,
+  KeysOf,
+  MetricKeyOf,
+  AchievementKeyOf,
+  PointsKeyOf,
+  LeaderboardKeyOf,
+  CompiledAchievement,
+  CompiledLeaderboard,
+  CompiledMetric,
+  CompiledPointsSystem,
+  CompiledStreak,
+  CompiledTrigger,
+} from './config/define.js';
+export type { ConfigInput, ParsedConfig } from './config/schema.js';
+export type { StepResult, CompletionResult } from './core/apply.js';
+export type {
+  AchievementView,
+  ApplyResult,
+  Award,
+  BoostView,
+  CoreContext,
+  Effects,
+  EventInput,
+  EventLeaderboard,
+  EventPoints,
+  EventResponse,
+  EventStreak,
+  IdempotencyRecord,
+  LeaderboardView,
+  LeaderboardWrite,
+  LedgerKind,
+  LedgerRow,
+  LevelView,
+  PointsSystemView,
+  PointsTriggerView,
+  StreakPeriodRow,
+  StreakView,
+  UserAchievement,
+  UserInput,
+  UserRecord,
+  UserState,
+} from './core/types.js';
+export type { LaurelErrorCode, NotFoundKind, ValidationIssue } from './errors.js';
+export type {
+  Engine,
+  EngineOptions,
+  EventRequest,
+  RecordOptions,
+  RetryOptions,
+  StreakResponse,
+  UserPoints,
+  MetricResponse,
+  AchievementStats,
+  LeaderboardOptions,
+  LeaderboardRankings,
+  Ranking,
+  UserLeaderboard,
+  BoardStatus,
+} from './engine/engine.js';
+export type { Aggregation, SummaryOptions, SummaryRow } from './engine/summaries.js';
+export type { Store, Commit, CommitResult, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, VersionedState } from './store/types.js';
+export type { IndexEntry } from './store/ordered-index.js';

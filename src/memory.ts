@@ -1,0 +1,3 @@
+/** `laurel/memory`: the in-memory store, for tests, demos and single-process apps. */
+export { createMemoryStore } from './store/memory.js';
+export type { MemoryStore, MemoryStoreOptions } from './store/memory.js';

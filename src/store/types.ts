@@ -1,0 +1,128 @@
+/**
+ * The storage contract. Implement {@link Store} for any database; run the conformance suite from
+ * `laurel/testing` against it. The engine is the only caller; stores never retry and never decide rules.
+ */
+import type { IdempotencyRecord, LedgerKind, LedgerRow, LeaderboardWrite, UserState } from '../core/types.js';
+
+/** A user's state with the version it was stored at. Versions start at 1 and grow by 1 per commit. */
+export interface VersionedState {
+  state: UserState;
+  version: number;
+}
+
+/** Everything one engine call writes, applied all together or not at all. */
+export interface Commit {
+  userId: string;
+  /** The version the state was read at; 0 when the user did not exist. */
+  expectedVersion: number;
+  state: UserState;
+  ledger: LedgerRow[];
+  leaderboard: LeaderboardWrite[];
+  /** Increments of named counters (`users`, `achievement:<key>`). */
+  counters: Record<string, number>;
+  idempotency: IdempotencyRecord | null;
+}
+
+/** The rank of one written entry before and after the commit (1-based over the whole index; null if absent). */
+export interface RankChange {
+  index: string;
+  userId: string;
+  previousRank: number | null;
+  rank: number | null;
+  previousValue: number | null;
+  value: number | null;
+}
+
+export interface CommitResult {
+  version: number;
+  ranks: RankChange[];
+}
+
+/** A range read of one user's ledger rows of one kind and key. */
+export interface LedgerQuery {
+  userId: string;
+  kind: LedgerKind;
+  key: string;
+  /** Inclusive lower bound on `at` (ISO instant). */
+  from?: string;
+  /** Exclusive upper bound on `at` (ISO instant). */
+  to?: string;
+  order: 'asc' | 'desc';
+  limit?: number;
+}
+
+/** An index entry with its 1-based rank. */
+export interface RankedEntry {
+  userId: string;
+  value: number;
+  reachedAt: string;
+  rank: number;
+}
+
+/** One day of a user's rank history in one index. */
+export interface RankHistoryRow {
+  date: string;
+  previousRank: number | null;
+  rank: number | null;
+  previousValue: number | null;
+  value: number | null;
+}
+
+/**
+ * A Laurel store. Ordering of every index: higher `value` first; equal values by earlier `reachedAt`
+ * (ISO strings compare as instants); then by `userId` (code-unit order).
+ */
+export interface Store {
+  /**
+   * Loads a user's state and version.
+   * MUST return null for an unknown user. MUST return a copy the caller may mutate without effect on the store.
+   */
+  loadUser(userId: string): Promise<VersionedState | null>;
+
+  /**
+   * Loads several users at once (order of `userIds`, null for unknown ones). MUST return copies.
+   */
+  loadUsers(userIds: readonly string[]): Promise<(VersionedState | null)[]>;
+
+  /** The idempotency record for (user, metric, key), or null. Records MUST be kept forever. */
+  getIdempotencyRecord(userId: string, metricKey: string, key: string): Promise<IdempotencyRecord | null>;
+
+  /**
+   * Applies one call's writes.
+   * - MUST apply the user state, the ledger rows, the leaderboard writes, the counter increments and the
+   *   idempotency record atomically: all of them, or none.
+   * - MUST throw `ConflictError` and change nothing when the stored version is not `expectedVersion`
+   *   (with `expectedVersion` 0: when the user already exists), or when the idempotency record's
+   *   (user, metric, key) already exists.
+   * - MUST store the state at `expectedVersion + 1` and return that version.
+   * - Leaderboard writes set absolute values: a write MUST replace the user's entry in that index (never
+   *   add to it); `remove: true` MUST delete it. Re-applying the same write MUST leave the index unchanged.
+   * - MUST return, for each leaderboard write in order, the user's rank and value before and after it, and
+   *   MUST keep one rank-history row per (index, user, date): the first write of a day sets its
+   *   `previousRank`/`previousValue`, every write of the day sets `rank`/`value`.
+   * - MUST NOT retry; the engine decides about retries.
+   * - MUST NOT keep references to the objects passed in.
+   */
+  commit(commit: Commit): Promise<CommitResult>;
+
+  /**
+   * Ledger rows of one user, kind and key with `from <= at < to`, ordered by `at` (then insertion order).
+   * MUST cost in proportion to the rows returned (plus a logarithmic seek), never to the user's whole ledger.
+   */
+  readLedger(query: LedgerQuery): Promise<LedgerRow[]>;
+
+  /** One user's entry in an index with its rank, or null. MUST cost O(log n) or better. */
+  getEntry(index: string, userId: string): Promise<RankedEntry | null>;
+
+  /** `limit` entries from 0-based position `offset`, in rank order. MUST NOT cost O(offset) on large indexes in production stores. */
+  readRange(index: string, offset: number, limit: number): Promise<RankedEntry[]>;
+
+  /** Number of entries in an index; with `min`/`max`, of those with `min <= value < max`. */
+  countEntries(index: string, range?: { min?: number; max?: number }): Promise<number>;
+
+  /** The latest `limit` rank-history rows of a user in an index, newest first. */
+  readRankHistory(index: string, userId: string, limit: number): Promise<RankHistoryRow[]>;
+
+  /** Current values of named counters (0 for unknown names). */
+  getCounters(names: readonly string[]): Promise<Record<string, number>>;
+}

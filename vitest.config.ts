@@ -1,0 +1,19 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const src = (p: string) => fileURLToPath(new URL(`./src/${p}`, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    alias: [
+      { find: /^laurel\/memory$/, replacement: src('memory.ts') },
+      { find: /^laurel\/testing$/, replacement: src('testing/index.ts') },
+      { find: /^laurel$/, replacement: src('index.ts') },
+    ],
+  },
+  test: {
+    include: ['test/**/*.test.ts'],
+    typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: './tsconfig.json' },
+    testTimeout: 60_000,
+  },
+});
