@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, defineConfig, isLaurelError } from '../src/index.js';
+
+const base = { metrics: [{ key: 'lessons', name: 'Lessons' }] };
+
+function issuesOf(input: unknown): { path: (string | number)[]; message: string }[] {
+  try {
+    defineConfig(input as Parameters<typeof defineConfig>[0]);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    expect(isLaurelError(e)).toBe(true);
+    return (e as ConfigError).issues;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('defineConfig', () => {
+  it('applies defaults and freezes the compiled config', () => {
+    const c = defineConfig(base);
+    expect(c.timeZone).toBe('UTC');
+    expect(c.weekStartsOn).toBe(1);
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.metrics[0])).toBe(true);
+    expect(c.index.metrics.get('lessons')?.name).toBe('Lessons');
+  });
+
+  it('gives stable UUID-shaped ids derived from kind and key, and keeps explicit ids', () => {
+    const a = defineConfig({ ...base, achievements: [{ key: 'x', name: 'X', trigger: 'api' }] });
+    const b = defineConfig({ ...base, achievements: [{ key: 'x', name: 'X', trigger: 'api' }] });
+    expect(a.metrics[0]?.id).toBe(b.metrics[0]?.id);
+    expect(a.metrics[0]?.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(a.achievements[0]?.id).not.toBe(a.metrics[0]?.id);
+    const c = defineConfig({ metrics: [{ key: 'lessons', name: 'L', id: 'my-id' }] });
+    expect(c.metrics[0]?.id).toBe('my-id');
+  });
+
+  it('lists every problem with its path', () => {
+    const issues = issuesOf({
+      timeZone: 'Mars/Olympus',
+      metrics: [{ key: 'lessons', name: 'L' }, { key: 'lessons', name: 'L2' }],
+      achievements: [
+        { key: 'a', name: 'A', trigger: 'metric', metricKey: 'nope', metricValue: 1 },
+        { key: 's', name: 'S', trigger: 'streak', streakLength: 3 },
+      ],
+    });
+    const paths = issues.map((i) => i.path.join('.'));
+    expect(paths).toContain('timeZone');
+    expect(paths).toContain('metrics.1.key');
+    expect(paths).toContain('achievements.0.metricKey');
+    expect(paths).toContain('achievements.1.trigger');
+  });
+
+  it('rejects prerequisite cycles', () => {
+    const issues = issuesOf({
+      ...base,
+      achievements: [
+        { key: 'a', name: 'A', trigger: 'achievement', achievementKeys: ['b'] },
+        { key: 'b', name: 'B', trigger: 'achievement', achievementKeys: ['c'] },
+        { key: 'c', name: 'C', trigger: 'achievement', achievementKeys: ['a'] },
+      ],
+    });
+    expect(issues.some((i) => i.message.includes('prerequisite cycle'))).toBe(true);
+  });
+
+  it('rejects reserved and malformed keys, undeclared attribute filters and bad leaderboards', () => {
+    const issues = issuesOf({
+      metrics: [{ key: '__proto__', name: 'X' }, { key: 'ok', name: 'OK' }],
+      attributes: [{ key: 'plan', name: 'Plan', type: 'user' }],
+      achievements: [{ key: 'a', name: 'A', trigger: 'metric', metricKey: 'ok', metricValue: 1, eventAttributes: { plan: 'pro' } }],
+      leaderboards: [
+        { key: 'l1', name: 'L', rankBy: 'metric', metricKey: 'ok', start: '2026-02-01', end: '2026-01-01' },
+        { key: 'l2', name: 'L', rankBy: 'points', pointsSystemKey: 'none', start: '2026-01-01' },
+        { key: 'l3', name: 'L', rankBy: 'streak', start: '2026-01-01' },
+      ],
+    });
+    const paths = issues.map((i) => i.path.join('.'));
+    expect(paths).toContain('metrics.0.key');
+    expect(paths).toContain('achievements.0.eventAttributes.plan');
+    expect(paths).toContain('leaderboards.0.end');
+    expect(paths).toContain('leaderboards.1.pointsSystemKey');
+    expect(paths).toContain('leaderboards.2.rankBy');
+  });
+
+  it('rejects repeating streak boards and positive blocking triggers', () => {
+    const issues = issuesOf({
+      ...base,
+      streak: { frequency: 'daily' },
+      pointsSystems: [{ key: 'e', name: 'E', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 1, blockIfOutOfPoints: true }] }],
+      leaderboards: [{ key: 's', name: 'S', rankBy: 'streak', start: '2026-01-01', runUnit: 'day', runInterval: 7 }],
+    });
+    const paths = issues.map((i) => i.path.join('.'));
+    expect(paths).toContain('leaderboards.0.runUnit');
+    expect(paths).toContain('pointsSystems.0.triggers.0.blockIfOutOfPoints');
+  });
+});
