@@ -1,0 +1,202 @@
+/**
+ * `npm run bench`: throughput and latency figures for the README. Not part of `npm test`.
+ * Every section prints the command-independent numbers it measured; run on an idle machine.
+ */
+import { Bench } from 'tinybench';
+import { createEngine, defineConfig, type LaurelConfig } from '../../src/index.js';
+import { createMemoryStore } from '../../src/memory.js';
+import { OrderedIndex, compareEntries, type IndexEntry } from '../../src/store/ordered-index.js';
+import { sequentialIds } from '../../src/testing/index.js';
+
+const only = process.argv[2];
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] as number;
+};
+
+function header(title: string) {
+  console.log(`\n## ${title}`);
+}
+
+/** Events/s of `fn` called `n` times in a loop (after a warm-up). */
+async function rate(n: number, fn: (i: number) => unknown | Promise<unknown>): Promise<number> {
+  for (let i = 0; i < Math.min(1000, n); i++) await fn(-1 - i);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) await fn(i);
+  return n / ((performance.now() - t0) / 1000);
+}
+
+async function foundation() {
+  header('recordEvent on the memory store vs a bare-minimum loop');
+  const config = defineConfig({ metrics: [{ key: 'lessons', name: 'Lessons' }], attributes: [{ key: 'device', name: 'Device', type: 'event' }] });
+  let now = Date.parse('2026-01-05T00:00:00Z');
+  const engine = createEngine({ config, store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });
+  const N = 50_000;
+  const users = 1000;
+  const engineRate = await rate(N, (i) => {
+    now += 1000;
+    return engine.recordEvent('lessons', { user: { id: `u${i % users}` }, value: 1, attributes: { device: 'ios' } }, { idempotencyKey: `k${i}` });
+  });
+  // The baseline does only what any recorder must: check the key, add the value, keep the key.
+  const totals = new Map<string, number>();
+  const keys = new Set<string>();
+  const baselineRate = await rate(N, async (i) => {
+    const key = `u${i % users}|lessons|k${i}`;
+    if (keys.has(key)) return;
+    keys.add(key);
+    totals.set(`u${i % users}`, (totals.get(`u${i % users}`) ?? 0) + 1);
+  });
+  console.log(`recordEvent (memory store, 1 metric, idempotency key): ${fmt(engineRate)} events/s`);
+  console.log(`bare-minimum baseline loop (Map total + Set of keys):    ${fmt(baselineRate)} events/s`);
+  console.log(`ratio baseline / recordEvent: ${fmt(baselineRate / engineRate, 1)}x`);
+}
+
+function richConfig(): LaurelConfig {
+  const achievements = Array.from({ length: 50 }, (_, i) =>
+    i % 5 === 4
+      ? { key: `s${i}`, name: `Streak ${i}`, trigger: 'streak' as const, streakLength: i + 1 }
+      : { key: `a${i}`, name: `Ach ${i}`, trigger: 'metric' as const, metricKey: i % 2 ? 'lessons' : 'words', metricValue: (i + 1) * 25, ...(i % 3 === 0 ? { eventAttributes: { device: 'ios' } } : {}) },
+  );
+  const triggers = (n: number, key: string) =>
+    Array.from({ length: n }, (_, i) => ({ type: 'metric' as const, metricKey: i % 2 ? 'lessons' : 'words', metricThreshold: i + 1, points: 1 + i, ...(i % 4 === 0 ? { eventAttributes: { device: 'ios' } } : {}), id: `${key}-${i}` }));
+  return defineConfig({
+    metrics: [{ key: 'lessons', name: 'Lessons' }, { key: 'words', name: 'Words' }],
+    attributes: [{ key: 'device', name: 'Device', type: 'event' }],
+    achievements,
+    streak: { frequency: 'daily', freezes: { initial: 1, max: 3, autoEarn: { everyDays: 7, amount: 1 } } },
+    pointsSystems: [
+      { key: 'xp', name: 'XP', triggers: triggers(10, 'xp'), levels: Array.from({ length: 10 }, (_, i) => ({ key: `l${i}`, name: `L${i}`, points: i * 100 })) },
+      { key: 'coins', name: 'Coins', triggers: [...triggers(8, 'coins'), { type: 'streak', streakLengthThreshold: 3, points: 5 }, { type: 'user_creation', points: 10 }] },
+      { key: 'energy', name: 'Energy', maxPoints: 10, triggers: [{ type: 'user_creation', points: 10 }, { type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }, ...triggers(8, 'energy').map((t) => ({ ...t, points: -1, metricThreshold: 1 }))] },
+    ],
+    leaderboards: [
+      { key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2020-01-01' },
+      { key: 'weekly', name: 'Weekly', rankBy: 'points', pointsSystemKey: 'xp', start: '2020-01-06', runUnit: 'day', runInterval: 7 },
+    ],
+  });
+}
+
+async function history() {
+  header('per-event cost as a user\'s history grows (50 achievements, streak with freezes, 3 points systems x 10 triggers, 2 boards)');
+  const config = richConfig();
+  let now = Date.parse('2020-01-06T00:00:00Z');
+  const engine = createEngine({ config, store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });
+  const record = (user: string, i: number) => {
+    now += 20 * 60_000; // three events an hour keep the streak alive and energy flowing
+    return engine.recordEvent(i % 2 ? 'lessons' : 'words', { user: { id: user }, value: 1, attributes: { device: i % 3 ? 'web' : 'ios' } });
+  };
+  const sample = async (user: string) => {
+    const times: number[] = [];
+    for (let i = 0; i < 2000; i++) {
+      const t0 = performance.now();
+      await record(user, i);
+      times.push(performance.now() - t0);
+    }
+    return median(times) * 1000;
+  };
+  for (let i = 0; i < 10; i++) await record('short', i);
+  const short = await sample('short');
+  const t0 = performance.now();
+  for (let i = 0; i < 100_000; i++) await record('long', i);
+  const fill = (performance.now() - t0) / 1000;
+  const long = await sample('long');
+  console.log(`filled a 100,000-event history in ${fmt(fill, 1)} s (${fmt(100_000 / fill)} events/s with this config)`);
+  console.log(`median per-event cost, user with 10 events:      ${fmt(short, 1)} µs`);
+  console.log(`median per-event cost, user with 100,000 events: ${fmt(long, 1)} µs`);
+  console.log(`ratio 100,000 / 10: ${fmt(long / short, 2)}x (flat means ~1)`);
+}
+
+async function summaries() {
+  header('points event summary: 400 daily buckets for a user with 100,000 awards');
+  const config = defineConfig({ metrics: [{ key: 'lessons', name: 'Lessons' }], pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 1 }] }] });
+  const start = Date.parse('2024-01-01T00:00:00Z');
+  let now = start;
+  const engine = createEngine({ config, store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });
+  // 100,000 awards spread over ~2.5 years: one every 13 minutes.
+  for (let i = 0; i < 100_000; i++) {
+    now += 13 * 60_000;
+    await engine.recordEvent('lessons', { user: { id: 'heavy' }, value: 1 });
+  }
+  const bench = new Bench({ iterations: 50 });
+  bench.add('getPointsEventSummary daily x 400', () => engine.getPointsEventSummary('heavy', 'xp', { aggregation: 'daily', startDate: '2025-01-01', endDate: '2026-02-05' }));
+  bench.add('getPointsEventSummary weekly x 58', () => engine.getPointsEventSummary('heavy', 'xp', { aggregation: 'weekly', startDate: '2025-01-01', endDate: '2026-02-05' }));
+  bench.add('getPointsSummary (10 awards)', () => engine.getPointsSummary('heavy', 'xp'));
+  await bench.run();
+  for (const task of bench.tasks) {
+    const r = task.result as { latency?: { p50?: number } } | undefined;
+    console.log(`${task.name}: median ${fmt(r?.latency?.p50 ?? Number.NaN, 3)} ms`);
+  }
+  header('recordEvent with 3 points systems of 10 triggers each (plus 50 achievements, streak, 2 boards)');
+  const rich = richConfig();
+  let t = Date.parse('2020-01-06T00:00:00Z');
+  const e2 = createEngine({ config: rich, store: createMemoryStore(), clock: () => new Date(t), newId: sequentialIds() });
+  const r = await rate(30_000, (i) => {
+    t += 1000;
+    return e2.recordEvent(i % 2 ? 'lessons' : 'words', { user: { id: `u${Math.abs(i) % 500}` }, value: 1, attributes: { device: i % 3 ? 'web' : 'ios' } });
+  });
+  console.log(`recordEvent: ${fmt(r)} events/s`);
+}
+
+function leaderboards() {
+  header('leaderboard index: order-statistic treap at 1,000,000 entries vs naive sort-on-read at 100,000');
+  const build = (n: number) => {
+    const idx = new OrderedIndex();
+    const entries = new Map<string, IndexEntry>();
+    for (let i = 0; i < n; i++) {
+      const e = { userId: `u${i}`, value: (i * 7919) % 100_003, reachedAt: new Date(1_700_000_000_000 + i).toISOString() };
+      idx.insert(e);
+      entries.set(e.userId, e);
+    }
+    return { idx, entries };
+  };
+  const { idx, entries } = build(1_000_000);
+  const updates: number[] = [];
+  const pages: number[] = [];
+  for (let i = 0; i < 20_000; i++) {
+    const id = `u${(i * 104729) % 1_000_000}`;
+    const old = entries.get(id) as IndexEntry;
+    const next = { userId: id, value: old.value + 1, reachedAt: new Date(1_800_000_000_000 + i).toISOString() };
+    const t0 = performance.now();
+    idx.remove(old);
+    idx.insert(next);
+    idx.rank(next);
+    updates.push(performance.now() - t0);
+    entries.set(id, next);
+    if (i % 10 === 0) {
+      const p0 = performance.now();
+      idx.range(500_000, 10);
+      pages.push(performance.now() - p0);
+    }
+  }
+  const treapUpdate = median(updates) * 1000;
+  const treapPage = median(pages) * 1000;
+  // The naive model: an array of entries, sorted on every read.
+  const naive = [...build(100_000).entries.values()];
+  const nUpdates: number[] = [];
+  const nPages: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    const j = (i * 7) % naive.length;
+    const t0 = performance.now();
+    const e = naive[j] as IndexEntry;
+    naive[j] = { ...e, value: e.value + 1 };
+    naive.sort(compareEntries);
+    naive.findIndex((x) => x.userId === e.userId);
+    nUpdates.push(performance.now() - t0);
+    const p0 = performance.now();
+    naive.sort(compareEntries);
+    naive.slice(50_000, 50_010);
+    nPages.push(performance.now() - p0);
+  }
+  const naiveUpdate = median(nUpdates) * 1000;
+  const naivePage = median(nPages) * 1000;
+  console.log(`treap, 1,000,000 entries: update+rank median ${fmt(treapUpdate, 2)} µs; page of 10 at offset 500,000 median ${fmt(treapPage, 2)} µs`);
+  console.log(`naive, 100,000 entries:   update+rank median ${fmt(naiveUpdate, 0)} µs; page of 10 at offset 50,000 median ${fmt(naivePage, 0)} µs`);
+  console.log(`ratio naive(100k) / treap(1M): update+rank ${fmt(naiveUpdate / treapUpdate, 0)}x, page ${fmt(naivePage / treapPage, 0)}x`);
+}
+
+console.log(`Laurel bench: node ${process.version}, ${new Date().toISOString().slice(0, 10)}`);
+if (!only || only === 'foundation') await foundation();
+if (!only || only === 'history') await history();
+if (!only || only === 'points') await summaries();
+if (!only || only === 'leaderboards') leaderboards();
