@@ -50,8 +50,32 @@ export function isValidTimeZone(tz: string): boolean {
   return ok;
 }
 
-/** The local calendar date of an instant in a zone. */
+const BUCKET_MS = 15 * 60_000;
+const dayCache = new Map<string, LocalDate>();
+
+/**
+ * The local calendar date of an instant in a zone.
+ *
+ * Formatting through Intl is the costly part of the per-event path, so dates are cached per zone and
+ * 15-minute bucket. A bucket is cached only when its first and last millisecond have the same local date;
+ * since local dates never decrease with time, every instant in it then has that date (a bucket that a
+ * midnight cuts, as with historic offsets that are not whole quarter hours, is never cached).
+ */
 export function localDateOf(instant: Date | number, tz: string): LocalDate {
+  const ms = typeof instant === 'number' ? instant : instant.getTime();
+  const bucket = Math.floor(ms / BUCKET_MS);
+  const key = `${tz}|${bucket}`;
+  const hit = dayCache.get(key);
+  if (hit !== undefined) return hit;
+  const date = formatLocalDate(ms, tz);
+  if (formatLocalDate(bucket * BUCKET_MS, tz) === date && formatLocalDate(bucket * BUCKET_MS + BUCKET_MS - 1, tz) === date) {
+    if (dayCache.size >= 50_000) dayCache.clear();
+    dayCache.set(key, date);
+  }
+  return date;
+}
+
+function formatLocalDate(instant: number, tz: string): LocalDate {
   const parts = formatterFor(tz).formatToParts(instant);
   let y = '';
   let m = '';

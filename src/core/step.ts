@@ -64,7 +64,7 @@ export function matchesFilter(filter: Readonly<Record<string, string>> | undefin
   return true;
 }
 
-/** Deep copy of a user state (plain JSON data, bounded by the configuration). */
+/** Deep copy of a user state (plain JSON data, bounded by the configuration; a JSON round trip is the fastest copy V8 has for it). */
 export function cloneState(state: UserState): UserState {
-  return structuredClone(state);
+  return JSON.parse(JSON.stringify(state)) as UserState;
 }

@@ -5,7 +5,14 @@
 import { ConflictError } from '../errors.js';
 import type { IdempotencyRecord, LedgerRow } from '../core/types.js';
 import { OrderedIndex, type IndexEntry } from './ordered-index.js';
-import type { Commit, CommitResult, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
+import type { Commit, CommitResult, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store } from './types.js';
+
+// User states are kept serialised, as a database would keep them: every load parses a fresh copy and no
+// caller object is ever retained.
+interface StoredUser {
+  json: string;
+  version: number;
+}
 
 interface Board {
   tree: OrderedIndex;
@@ -13,6 +20,16 @@ interface Board {
 }
 
 const copy = <T>(value: T): T => structuredClone(value);
+
+// Ledger rows are append-only and never change once stored, so the store keeps one frozen copy and hands
+// out that copy: callers cannot mutate it, and range reads cost no cloning.
+const freeze = <T>(value: T): T => {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) freeze(v);
+    Object.freeze(value);
+  }
+  return value;
+};
 
 /** Index of the first row with `at >= iso` (rows sorted by `at`). */
 function lowerBound(rows: readonly LedgerRow[], iso: string): number {
@@ -49,7 +66,7 @@ export interface MemoryStore extends Store {
  * ```
  */
 export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
-  const users = new Map<string, VersionedState>();
+  const users = new Map<string, StoredUser>();
   const idempotency = new Map<string, IdempotencyRecord>();
   const ledgers = new Map<string, LedgerRow[]>();
   const boards = new Map<string, Board>();
@@ -67,13 +84,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
   const apply = (c: Commit): CommitResult => {
     const version = c.expectedVersion + 1;
-    users.set(c.userId, { state: copy(c.state), version });
+    users.set(c.userId, { json: JSON.stringify(c.state), version });
     if (c.idempotency) idempotency.set(idemKey(c.idempotency.userId, c.idempotency.metricKey, c.idempotency.key), { ...c.idempotency });
     for (const row of c.ledger) {
       const k = ledgerKey(row.userId, row.kind, row.key);
       let rows = ledgers.get(k);
       if (!rows) ledgers.set(k, (rows = []));
-      const stored = copy(row);
+      const stored = freeze(copy(row));
       // Rows mostly arrive in time order; insert after any row with the same or an earlier instant.
       if (rows.length === 0 || (rows[rows.length - 1] as LedgerRow).at <= row.at) rows.push(stored);
       else rows.splice(lowerBound(rows, row.at + '\uffff'), 0, stored);
@@ -123,12 +140,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     },
     async loadUser(userId) {
       const found = users.get(userId);
-      return found ? { state: copy(found.state), version: found.version } : null;
+      return found ? { state: JSON.parse(found.json), version: found.version } : null;
     },
     async loadUsers(userIds) {
       return userIds.map((id) => {
         const found = users.get(id);
-        return found ? { state: copy(found.state), version: found.version } : null;
+        return found ? { state: JSON.parse(found.json), version: found.version } : null;
       });
     },
     async getIdempotencyRecord(userId, metricKey, key) {
@@ -154,8 +171,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       const end = q.to === undefined ? rows.length : lowerBound(rows, q.to);
       const limit = q.limit ?? Infinity;
       const out: LedgerRow[] = [];
-      if (q.order === 'asc') for (let i = start; i < end && out.length < limit; i++) out.push(copy(rows[i] as LedgerRow));
-      else for (let i = end - 1; i >= start && out.length < limit; i--) out.push(copy(rows[i] as LedgerRow));
+      if (q.order === 'asc') for (let i = start; i < end && out.length < limit; i++) out.push(rows[i] as LedgerRow);
+      else for (let i = end - 1; i >= start && out.length < limit; i--) out.push(rows[i] as LedgerRow);
       return out;
     },
     async getEntry(index, userId) {

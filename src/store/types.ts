@@ -107,6 +107,7 @@ export interface Store {
 
   /**
    * Ledger rows of one user, kind and key with `from <= at < to`, ordered by `at` (then insertion order).
+   * Rows are immutable: a store MAY return frozen shared objects; callers MUST NOT mutate them.
    * MUST cost in proportion to the rows returned (plus a logarithmic seek), never to the user's whole ledger.
    */
   readLedger(query: LedgerQuery): Promise<LedgerRow[]>;
