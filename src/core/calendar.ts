@@ -116,7 +116,11 @@ export function dayNumber(date: LocalDate): number {
 
 /** The civil date of a day number. */
 export function dateOfDayNumber(n: number): LocalDate {
-  return new Date(n * MS_PER_DAY).toISOString().slice(0, 10);
+  const d = new Date(n * MS_PER_DAY);
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth() + 1;
+  const day = d.getUTCDate();
+  return `${y < 1000 ? String(y).padStart(4, '0') : y}-${m < 10 ? '0' : ''}${m}-${day < 10 ? '0' : ''}${day}`;
 }
 
 /** `date` plus `days` (negative allowed). */

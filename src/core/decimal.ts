@@ -52,32 +52,83 @@ function format(m: bigint, s: number): DecimalString {
   return negative ? `-${digits}` : digits;
 }
 
+// Fast path: a plain decimal with at most 15 significant digits converts to a double and back without loss,
+// and integer arithmetic on doubles is exact below 2^53, so such sums need no BigInt. Anything larger, or in
+// exponent form, takes the exact BigInt path.
+const PLAIN = /^-?\d{1,15}(?:\.\d{1,15})?$/;
+const POW10 = Array.from({ length: 31 }, (_, i) => 10 ** i);
+
+interface Small {
+  int: number;
+  scale: number;
+}
+
+function small(input: number | string): Small | null {
+  const text = typeof input === 'number' ? String(input) : input;
+  if (text.length > 17 || !PLAIN.test(text)) return null;
+  const dot = text.indexOf('.');
+  const scale = dot < 0 ? 0 : text.length - dot - 1;
+  const digits = text.length - (dot < 0 ? 0 : 1) - (text[0] === '-' ? 1 : 0);
+  if (digits > 15) return null;
+  return { int: Number(dot < 0 ? text : text.slice(0, dot) + text.slice(dot + 1)), scale };
+}
+
+function smallSum(a: Small, b: Small, sign: 1 | -1): DecimalString | null {
+  const scale = Math.max(a.scale, b.scale);
+  const sum = a.int * (POW10[scale - a.scale] as number) + sign * b.int * (POW10[scale - b.scale] as number);
+  if (Math.abs(sum) >= 1e15) return null;
+  const text = String(sum / (POW10[scale] as number));
+  // Below 1e-6 JavaScript prints exponents ("1e-7"); the canonical form has none, so take the exact path.
+  return text.includes('e') ? null : text;
+}
+
 /** The canonical decimal string of a finite number (`0.1` -> "0.1"). */
 export function decimalOf(value: number | string): DecimalString {
+  if (typeof value === 'number' && small(value)) return String(value);
   const p = parse(value);
   return format(p.m, p.s);
 }
 
 /** Exact `a + b`. */
 export function addDecimal(a: DecimalString | number, b: DecimalString | number): DecimalString {
+  const sa = small(a);
+  const sb = sa && small(b);
+  const fast = sa && sb ? smallSum(sa, sb, 1) : null;
+  if (fast !== null) return fast;
   const [x, y, s] = align(parse(a), parse(b));
   return format(x + y, s);
 }
 
 /** Exact `a - b`. */
 export function subtractDecimal(a: DecimalString | number, b: DecimalString | number): DecimalString {
+  const sa = small(a);
+  const sb = sa && small(b);
+  const fast = sa && sb ? smallSum(sa, sb, -1) : null;
+  if (fast !== null) return fast;
   const [x, y, s] = align(parse(a), parse(b));
   return format(x - y, s);
 }
 
 /** -1, 0 or 1 as `a` is below, equal to or above `b`. */
 export function compareDecimal(a: DecimalString | number, b: DecimalString | number): -1 | 0 | 1 {
+  if (small(a) && small(b)) {
+    // Distinct decimals of at most 15 significant digits are distinct doubles, in the same order.
+    const x = Number(a);
+    const y = Number(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
   const [x, y] = align(parse(a), parse(b));
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
 /** `floor(a / b)` for `b > 0`, exact (how many whole multiples of a threshold a high-water mark has passed). */
 export function floorDivideDecimal(a: DecimalString | number, b: DecimalString | number): number {
+  const sa = small(a);
+  const sb = sa && small(b);
+  if (sa && sb && sb.int > 0) {
+    const scale = Math.max(sa.scale, sb.scale);
+    return Math.floor((sa.int * (POW10[scale - sa.scale] as number)) / (sb.int * (POW10[scale - sb.scale] as number)));
+  }
   const [x, y] = align(parse(a), parse(b));
   if (y <= 0n) throw new RangeError('floorDivideDecimal: divisor must be positive');
   let q = x / y;

@@ -90,7 +90,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       const k = ledgerKey(row.userId, row.kind, row.key);
       let rows = ledgers.get(k);
       if (!rows) ledgers.set(k, (rows = []));
-      const stored = freeze(copy(row));
+      const stored = freeze(JSON.parse(JSON.stringify(row)) as LedgerRow);
       // Rows mostly arrive in time order; insert after any row with the same or an earlier instant.
       if (rows.length === 0 || (rows[rows.length - 1] as LedgerRow).at <= row.at) rows.push(stored);
       else rows.splice(lowerBound(rows, row.at + '\uffff'), 0, stored);
