@@ -5,6 +5,7 @@ export default defineConfig({
     index: 'src/index.ts',
     memory: 'src/memory.ts',
     testing: 'src/testing/index.ts',
+    http: 'src/http.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

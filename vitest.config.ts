@@ -8,6 +8,7 @@ export default defineConfig({
     alias: [
       { find: /^laurel\/memory$/, replacement: src('memory.ts') },
       { find: /^laurel\/testing$/, replacement: src('testing/index.ts') },
+      { find: /^laurel\/http$/, replacement: src('http.ts') },
       { find: /^laurel$/, replacement: src('index.ts') },
     ],
   },

@@ -1,0 +1,4 @@
+/** `laurel/http`: the wire API as a fetch-standard handler, and a `node:http` adapter. */
+export { createHttpHandler } from './http/handler.js';
+export type { FetchHandler, HttpHandlerOptions } from './http/handler.js';
+export { toNodeListener } from './http/node.js';

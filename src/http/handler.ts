@@ -1,0 +1,315 @@
+/**
+ * The wire API: a fetch-standard handler (`Request -> Response`) serving the hosted service's public API
+ * (`/v1/...`, see the reference API) and the seed's `POST /api/metrics/{key}/event` over a Laurel engine.
+ * Mount it in Hono, Next.js route handlers, Bun, Deno, or `node:http` through `toNodeListener`.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { isLaurelError, UnauthorizedError, ValidationError } from '../errors.js';
+import type { Engine } from '../engine/engine.js';
+import type { LaurelConfig } from '../config/define.js';
+import type { EventResponse, UserInput, UserRecord } from '../core/types.js';
+
+export interface HttpHandlerOptions {
+  /** Accepted API keys (compared in constant time). */
+  apiKeys?: readonly string[];
+  /** Custom key check, used instead of (or as well as) `apiKeys`. */
+  verifyApiKey?: (key: string) => boolean | Promise<boolean>;
+  /** Largest accepted request body in bytes (default 65 536); larger bodies get 413. */
+  maxBodyBytes?: number;
+  /** Called with unexpected (non-Laurel) errors before a 500 is returned. */
+  onError?: (error: unknown, request: Request) => void;
+}
+
+/** A fetch-standard request handler. */
+export type FetchHandler = (request: Request) => Promise<Response>;
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+type Params = Record<string, string>;
+interface Context {
+  request: Request;
+  url: URL;
+  params: Params;
+  body: () => Promise<Record<string, unknown>>;
+}
+type Route = { method: string; pattern: string[]; run: (ctx: Context) => Promise<Response> };
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+
+const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
+
+/** Integer query parameter, or the fallback when absent. */
+function intParam(url: URL, name: string, fallback?: number): number | undefined {
+  const raw = url.searchParams.get(name);
+  if (raw === null || raw === '') return fallback;
+  if (!/^-?\d{1,12}$/.test(raw)) throw new ValidationError(`${name} must be an integer (got ${JSON.stringify(raw)})`, [{ path: [name], message: 'must be an integer' }]);
+  return Number(raw);
+}
+
+function requiredParam(url: URL, name: string): string {
+  const raw = url.searchParams.get(name);
+  if (raw === null || raw === '') throw new ValidationError(`${name} is required`, [{ path: [name], message: 'is required' }]);
+  return raw;
+}
+
+/** `key:value` pairs, comma-separated (`city:London,plan:pro`). */
+function attributePairs(raw: string | null): Record<string, string> | undefined {
+  if (raw === null || raw === '') return undefined;
+  const out: Record<string, string> = Object.create(null);
+  for (const part of raw.split(',')) {
+    const i = part.indexOf(':');
+    if (i <= 0) throw new ValidationError(`userAttributes must be key:value pairs (got ${JSON.stringify(part)})`, [{ path: ['userAttributes'], message: 'must be key:value pairs' }]);
+    out[part.slice(0, i)] = part.slice(i + 1);
+  }
+  return { ...out };
+}
+
+/** The user as the wire API shows it (with the hosted service's notification fields at their defaults). */
+function wireUser(user: UserRecord) {
+  return { ...user, attributes: { ...user.attributes }, deviceTokens: [], subscribeToEmails: true, control: false };
+}
+
+function wireEvent(res: EventResponse) {
+  const leaderboards: Record<string, unknown> = {};
+  for (const [key, b] of Object.entries(res.leaderboards)) {
+    const attr = b.breakdownAttributes[0] ?? null;
+    leaderboards[key] = { ...b, breakdownAttribute: attr, breakdownAttributeValue: attr === null ? null : (b.userAttributes[attr] ?? null) };
+  }
+  return { ...res, leaderboards };
+}
+
+function userInput(body: Record<string, unknown>, id?: string): UserInput {
+  const user = id === undefined ? body : { ...body, id };
+  if (typeof user !== 'object' || user === null || Array.isArray(user)) throw new ValidationError('user must be an object', [{ path: ['user'], message: 'must be an object' }]);
+  const { id: uid, email, name, tz, attributes } = user as Record<string, unknown>;
+  const out: Record<string, unknown> = { id: uid };
+  if (email !== undefined) out.email = email;
+  if (name !== undefined) out.name = name;
+  if (tz !== undefined) out.tz = tz;
+  if (attributes !== undefined) out.attributes = attributes;
+  return out as unknown as UserInput;
+}
+
+/**
+ * Creates the HTTP handler. Every request needs a valid `X-API-KEY` (401 otherwise); engine errors map to
+ * their suggested statuses with body `{ "error": message }`; malformed JSON, wrong content types and bad
+ * query parameters are 400, oversized bodies 413, unknown routes 404, wrong methods 405.
+ *
+ * @example
+ * ```ts
+ * const handler = createHttpHandler(engine, { apiKeys: [process.env.LAUREL_API_KEY!] });
+ * http.createServer(toNodeListener(handler)).listen(3000);
+ * ```
+ */
+export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, options: HttpHandlerOptions = {}): FetchHandler {
+  // The engine's key types are literal unions; over the wire every key is a string checked at run time.
+  const e = engine as unknown as Engine<LaurelConfig>;
+  const maxBody = options.maxBodyBytes ?? 65_536;
+  const keyDigests = (options.apiKeys ?? []).map(digest);
+  if (keyDigests.length === 0 && !options.verifyApiKey) throw new Error('createHttpHandler needs apiKeys or verifyApiKey');
+  const startedAt = new Date().toISOString();
+
+  async function authorised(request: Request): Promise<boolean> {
+    const key = request.headers.get('x-api-key');
+    if (!key) return false;
+    const d = digest(key);
+    let ok = false;
+    // Compare against every key, always, so timing says nothing about which one (or whether one) matched.
+    for (const k of keyDigests) ok = timingSafeEqual(d, k) || ok;
+    if (!ok && options.verifyApiKey) ok = (await options.verifyApiKey(key)) === true;
+    return ok;
+  }
+
+  async function readBody(request: Request): Promise<Record<string, unknown>> {
+    const type = request.headers.get('content-type') ?? '';
+    if (!/^application\/(.+\+)?json\b/i.test(type.trim())) throw new HttpError(400, 'Content-Type must be application/json');
+    const declared = Number(request.headers.get('content-length') ?? NaN);
+    if (Number.isFinite(declared) && declared > maxBody) throw new HttpError(413, `Request body exceeds ${maxBody} bytes`);
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    if (request.body) {
+      const reader = request.body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        size += value.byteLength;
+        if (size > maxBody) {
+          await reader.cancel().catch(() => undefined);
+          throw new HttpError(413, `Request body exceeds ${maxBody} bytes`);
+        }
+        chunks.push(value);
+      }
+    }
+    const text = new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks));
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new HttpError(400, 'Malformed JSON body');
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new HttpError(400, 'The JSON body must be an object');
+    return parsed as Record<string, unknown>;
+  }
+
+  const recordEvent = async ({ request, params, body }: Context) => {
+    const b = await body();
+    const idempotencyKey = request.headers.get('idempotency-key') ?? undefined;
+    const res = await e.recordEvent(params.key as string, { user: userInput((b.user ?? null) as Record<string, unknown>), value: b.value as number, ...(b.attributes !== undefined ? { attributes: b.attributes as Record<string, string> } : {}) }, idempotencyKey ? { idempotencyKey } : {});
+    return json(res.idempotentReplayed ? 202 : 201, wireEvent(res));
+  };
+
+  const summaryOptions = (url: URL) => ({
+    aggregation: requiredParam(url, 'aggregation') as 'daily',
+    startDate: requiredParam(url, 'startDate'),
+    endDate: requiredParam(url, 'endDate'),
+  });
+
+  const routes: Route[] = [
+    { method: 'POST', pattern: ['metrics', ':key', 'event'], run: recordEvent },
+    { method: 'POST', pattern: ['users'], run: async ({ body }) => json(201, wireUser(await e.identifyUser(userInput(await body())))) },
+    { method: 'GET', pattern: ['users', ':id'], run: async ({ params }) => json(200, wireUser(await e.getUser(params.id as string))) },
+    { method: 'PUT', pattern: ['users', ':id'], run: async ({ params, body }) => json(200, wireUser(await e.identifyUser(userInput(await body(), params.id)))) },
+    {
+      method: 'PATCH',
+      pattern: ['users', ':id'],
+      run: async ({ params, body }) => {
+        const { id: _ignored, ...patch } = userInput(await body(), params.id);
+        return json(200, wireUser(await e.updateUser(params.id as string, patch)));
+      },
+    },
+    { method: 'GET', pattern: ['users', ':id', 'metrics'], run: async ({ params }) => json(200, (await e.getUserMetrics(params.id as string)).map((m) => ({ ...m, status: 'active' }))) },
+    { method: 'GET', pattern: ['users', ':id', 'metrics', ':key'], run: async ({ params }) => json(200, { ...(await e.getUserMetric(params.id as string, params.key as string)), status: 'active' }) },
+    { method: 'GET', pattern: ['users', ':id', 'metrics', ':key', 'event-summary'], run: async ({ params, url }) => json(200, await e.getMetricEventSummary(params.id as string, params.key as string, summaryOptions(url))) },
+    {
+      method: 'GET',
+      pattern: ['users', ':id', 'achievements'],
+      run: async ({ params, url }) => {
+        const mine = await e.getUserAchievements(params.id as string, { includeIncomplete: url.searchParams.get('includeIncomplete') === 'true' });
+        // The hosted API's user achievements carry each achievement's completions and rarity too.
+        const stats = new Map((await e.listAchievements()).map((a) => [a.key, a]));
+        return json(200, mine.map((a) => ({ ...a, completions: stats.get(a.key)?.completions ?? 0, rarity: stats.get(a.key)?.rarity ?? 0 })));
+      },
+    },
+    {
+      method: 'GET',
+      pattern: ['users', ':id', 'streak'],
+      run: async ({ params, url }) => {
+        const historyPeriods = intParam(url, 'historyPeriods');
+        return json(200, await e.getStreak(params.id as string, historyPeriods === undefined ? {} : { historyPeriods }));
+      },
+    },
+    {
+      method: 'GET',
+      pattern: ['users', ':id', 'points', ':key'],
+      run: async ({ params, url }) => {
+        const awards = intParam(url, 'awards');
+        return json(200, await e.getPointsSummary(params.id as string, params.key as string, awards === undefined ? {} : { awards }));
+      },
+    },
+    { method: 'GET', pattern: ['users', ':id', 'points', ':key', 'event-summary'], run: async ({ params, url }) => json(200, await e.getPointsEventSummary(params.id as string, params.key as string, summaryOptions(url))) },
+    {
+      method: 'GET',
+      pattern: ['users', ':id', 'leaderboards', ':key'],
+      run: async ({ params, url }) => {
+        const numEvents = intParam(url, 'numEvents');
+        const run = url.searchParams.get('run') ?? undefined;
+        const board = await e.getUserLeaderboard(params.id as string, params.key as string, { ...(run ? { run } : {}), ...(numEvents === undefined ? {} : { numEvents }) });
+        return json(200, { ...board, history: board.history.map((h) => ({ ...h, timestamp: `${h.date}T00:00:00.000Z` })) });
+      },
+    },
+    { method: 'GET', pattern: ['achievements'], run: async () => json(200, await e.listAchievements()) },
+    { method: 'POST', pattern: ['achievements', ':key', 'complete'], run: async ({ params, body }) => json(201, await e.completeAchievement(params.key as string, { user: userInput(((await body()).user ?? null) as Record<string, unknown>) })) },
+    {
+      method: 'GET',
+      pattern: ['streaks'],
+      run: async ({ url }) => {
+        const ids = url.searchParams.getAll('userIds').flatMap((v) => v.split(',')).filter((v) => v !== '');
+        if (ids.length > 100) throw new ValidationError('userIds: at most 100 user ids', [{ path: ['userIds'], message: 'at most 100' }]);
+        return json(200, await e.getStreaks(ids));
+      },
+    },
+    {
+      method: 'GET',
+      pattern: ['points', ':key'],
+      run: async ({ params }) => {
+        const system = await e.getPointsSystem(params.key as string);
+        return json(200, { ...system, triggers: system.triggers.map((t) => ({ ...t, status: 'active', created: startedAt, updated: startedAt })) });
+      },
+    },
+    { method: 'GET', pattern: ['points', ':key', 'levels'], run: async ({ params }) => json(200, await e.getLevels(params.key as string)) },
+    { method: 'GET', pattern: ['points', ':key', 'level-summary'], run: async ({ params }) => json(200, await e.getLevelSummary(params.key as string)) },
+    { method: 'GET', pattern: ['points', ':key', 'summary'], run: async ({ params }) => json(200, await e.getPointsHistogram(params.key as string)) },
+    { method: 'GET', pattern: ['leaderboards'], run: async ({ url }) => json(200, await e.listLeaderboards({ includeFinished: url.searchParams.get('includeFinished') === 'true' })) },
+    {
+      method: 'GET',
+      pattern: ['leaderboards', ':key'],
+      run: async ({ params, url }) => {
+        const offset = intParam(url, 'offset');
+        const limit = intParam(url, 'limit');
+        const run = url.searchParams.get('run') ?? undefined;
+        const userId = url.searchParams.get('userId') ?? undefined;
+        const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
+        return json(200, await e.getLeaderboard(params.key as string, { ...(offset === undefined ? {} : { offset }), ...(limit === undefined ? {} : { limit }), ...(run ? { run } : {}), ...(userId ? { userId } : {}), ...(userAttributes ? { userAttributes } : {}) }));
+      },
+    },
+  ];
+
+  function match(segments: string[]): { allowed: Route[]; params: Params[] } {
+    const allowed: Route[] = [];
+    const params: Params[] = [];
+    for (const route of routes) {
+      if (route.pattern.length !== segments.length) continue;
+      const p: Params = Object.create(null);
+      let ok = true;
+      for (let i = 0; i < segments.length && ok; i++) {
+        const part = route.pattern[i] as string;
+        if (part.startsWith(':')) p[part.slice(1)] = segments[i] as string;
+        else ok = part === segments[i];
+      }
+      if (ok) {
+        allowed.push(route);
+        params.push(p);
+      }
+    }
+    return { allowed, params };
+  }
+
+  return async function handle(request: Request): Promise<Response> {
+    try {
+      if (!(await authorised(request))) throw new UnauthorizedError();
+      const url = new URL(request.url);
+      let raw = url.pathname.split('/').filter((s) => s !== '');
+      // The seed's event path lives under /api; the current API under /v1.
+      if (raw[0] === 'v1') raw = raw.slice(1);
+      else if (raw[0] === 'api' && raw[1] === 'metrics') raw = raw.slice(1);
+      else throw new HttpError(404, `No route for ${url.pathname}`);
+      let segments: string[];
+      try {
+        segments = raw.map((s) => decodeURIComponent(s));
+      } catch {
+        throw new HttpError(400, 'Malformed percent-encoding in the path');
+      }
+      const { allowed, params } = match(segments);
+      if (allowed.length === 0) throw new HttpError(404, `No route for ${request.method} ${url.pathname}`);
+      const i = allowed.findIndex((r) => r.method === request.method);
+      if (i < 0) throw new HttpError(405, `Method ${request.method} not allowed`, { allow: [...new Set(allowed.map((r) => r.method))].join(', ') });
+      let cached: Promise<Record<string, unknown>> | undefined;
+      return await (allowed[i] as Route).run({ request, url, params: params[i] as Params, body: () => (cached ??= readBody(request)) });
+    } catch (error) {
+      if (error instanceof HttpError) return json(error.status, { error: error.message }, error.headers);
+      if (isLaurelError(error)) return json(error.status, { error: error.message });
+      options.onError?.(error, request);
+      return json(500, { error: 'Internal server error' });
+    }
+  };
+}
+
