@@ -170,7 +170,7 @@ describe('HTTP behaviour', () => {
     expect(res2.status).toBe(201);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(({} as Record<string, unknown>).admin).toBeUndefined();
-    const user = await (await fetch(`${base}/v1/users/pp`, { headers: { 'x-api-key': KEY } })).json();
+    const user = (await (await fetch(`${base}/v1/users/pp`, { headers: { "x-api-key": KEY } })).json()) as { attributes: Record<string, string> };
     expect(Object.keys(user.attributes)).toEqual([]);
   });
 
@@ -179,7 +179,7 @@ describe('HTTP behaviour', () => {
       expect((await post('/v1/metrics/lessons/event', { user: { id }, value: 1 })).status).toBe(201);
       const got = await fetch(`${base}/v1/users/${encodeURIComponent(id)}`, { headers: { 'x-api-key': KEY } });
       expect(got.status).toBe(200);
-      expect((await got.json()).id).toBe(id);
+      expect(((await got.json()) as { id: string }).id).toBe(id);
     }
   });
 

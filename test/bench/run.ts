@@ -195,8 +195,50 @@ function leaderboards() {
   console.log(`ratio naive(100k) / treap(1M): update+rank ${fmt(naiveUpdate / treapUpdate, 0)}x, page ${fmt(naivePage / treapPage, 0)}x`);
 }
 
+async function httpBench() {
+  header('HTTP: the event route over loopback (node:http server + toNodeListener; node:http keep-alive client, 16 in flight) vs in-process');
+  const http = await import('node:http');
+  const { createHttpHandler, toNodeListener } = await import('../../src/http.js');
+  const config = defineConfig({ metrics: [{ key: 'lessons', name: 'Lessons' }], attributes: [{ key: 'device', name: 'Device', type: 'event' }] });
+  const engine = createEngine({ config, store: createMemoryStore() });
+  const server = http.createServer(toNodeListener(createHttpHandler(engine, { apiKeys: ['bench'] })));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  const N = 20_000;
+  let next = 0;
+  // node:http's own client with keep-alive: lighter than fetch, so more of the 2 cores go to the server.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  const send = (i: number) =>
+    new Promise<void>((resolve, reject) => {
+      const body = JSON.stringify({ user: { id: `u${i % 1000}` }, value: 1, attributes: { device: 'ios' } });
+      const req = http.request(
+        { host: '127.0.0.1', port, path: '/v1/metrics/lessons/event', method: 'POST', agent, headers: { 'x-api-key': 'bench', 'content-type': 'application/json', 'idempotency-key': `k${i}`, 'content-length': Buffer.byteLength(body) } },
+        (res) => {
+          if (res.statusCode !== 201) reject(new Error(`status ${res.statusCode}`));
+          res.resume();
+          res.on('end', () => resolve());
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+  const worker = async () => {
+    while (next < N) await send(next++);
+  };
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: 16 }, worker));
+  const httpRate = N / ((performance.now() - t0) / 1000);
+  server.close();
+  agent.destroy();
+  const inProcess = createEngine({ config, store: createMemoryStore() });
+  const direct = await rate(N, (i) => inProcess.recordEvent('lessons', { user: { id: `u${Math.abs(i) % 1000}` }, value: 1, attributes: { device: 'ios' } }, { idempotencyKey: `k${i}` }));
+  console.log(`HTTP event route: ${fmt(httpRate)} requests/s (client and server share this machine's 2 cores)`);
+  console.log(`in-process recordEvent, same events: ${fmt(direct)} events/s`);
+}
+
 console.log(`Laurel bench: node ${process.version}, ${new Date().toISOString().slice(0, 10)}`);
 if (!only || only === 'foundation') await foundation();
 if (!only || only === 'history') await history();
 if (!only || only === 'points') await summaries();
 if (!only || only === 'leaderboards') leaderboards();
+if (!only || only === 'http') await httpBench();
