@@ -1,0 +1,4 @@
+/** `laurel/postgres`: the PostgreSQL store (`pg` Pool or PGlite) with its migrations. */
+export { createPostgresStore } from './postgres/store.js';
+export type { PostgresClient, PostgresStore, PostgresStoreOptions, Queryable, QueryResult } from './postgres/store.js';
+export { MIGRATIONS } from './postgres/migrations.js';

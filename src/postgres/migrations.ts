@@ -1,0 +1,69 @@
+/**
+ * The PostgreSQL schema, as ordered migrations. The same SQL ships as files in `migrations/` (a test keeps
+ * them identical); `{{schema}}` stands for the store's schema name.
+ */
+export const MIGRATIONS: readonly { id: string; sql: string }[] = [
+  {
+    id: '001_init',
+    sql: `-- Laurel schema, version 1. "{{schema}}" is replaced by the store's schema name (default "laurel").
+-- Text columns that are compared for order use the "C" collation: byte order, as ISO instants need.
+CREATE SCHEMA IF NOT EXISTS "{{schema}}";
+
+CREATE TABLE IF NOT EXISTS "{{schema}}".users (
+  user_id text COLLATE "C" PRIMARY KEY,
+  version integer NOT NULL,
+  state jsonb NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS "{{schema}}".idempotency (
+  user_id text COLLATE "C" NOT NULL,
+  metric_key text COLLATE "C" NOT NULL,
+  key text COLLATE "C" NOT NULL,
+  event_id text NOT NULL,
+  at text COLLATE "C" NOT NULL,
+  PRIMARY KEY (user_id, metric_key, key)
+);
+
+CREATE TABLE IF NOT EXISTS "{{schema}}".ledger (
+  seq bigserial PRIMARY KEY,
+  id text NOT NULL,
+  user_id text COLLATE "C" NOT NULL,
+  kind text COLLATE "C" NOT NULL,
+  key text COLLATE "C" NOT NULL,
+  at text COLLATE "C" NOT NULL,
+  delta double precision NOT NULL,
+  total double precision NOT NULL,
+  data jsonb
+);
+-- Every ledger read is one user's rows of one kind and key in a range of instants.
+CREATE INDEX IF NOT EXISTS ledger_range ON "{{schema}}".ledger (user_id, kind, key, at, seq);
+
+CREATE TABLE IF NOT EXISTS "{{schema}}".entries (
+  idx text COLLATE "C" NOT NULL,
+  user_id text COLLATE "C" NOT NULL,
+  value double precision NOT NULL,
+  neg_value double precision NOT NULL,
+  reached_at text COLLATE "C" NOT NULL,
+  PRIMARY KEY (idx, user_id)
+);
+-- Rank order: higher value, then earlier reached_at, then user id; stored ascending as (-value, ...).
+CREATE INDEX IF NOT EXISTS entries_rank ON "{{schema}}".entries (idx, neg_value, reached_at, user_id);
+
+CREATE TABLE IF NOT EXISTS "{{schema}}".rank_history (
+  idx text COLLATE "C" NOT NULL,
+  user_id text COLLATE "C" NOT NULL,
+  date text COLLATE "C" NOT NULL,
+  previous_rank integer,
+  rank integer,
+  previous_value double precision,
+  value double precision,
+  PRIMARY KEY (idx, user_id, date)
+);
+
+CREATE TABLE IF NOT EXISTS "{{schema}}".counters (
+  name text COLLATE "C" PRIMARY KEY,
+  value bigint NOT NULL
+);
+`,
+  },
+];
