@@ -1,0 +1,154 @@
+import { PGlite } from '@electric-sql/pglite';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createEngine, defineConfig, type Store } from '../src/index.js';
+import { createMemoryStore } from '../src/memory.js';
+import { createPostgresStore, type Queryable } from '../src/postgres.js';
+import { arbEventSequence, sequentialIds } from '../src/testing/index.js';
+
+const db = new PGlite();
+afterAll(() => db.close());
+let n = 0;
+
+const config = defineConfig({
+  metrics: [{ key: 'lessons', name: 'Lessons' }],
+  achievements: [{ key: 'three', name: 'Three', trigger: 'metric', metricKey: 'lessons', metricValue: 3 }],
+  streak: { frequency: 'daily', freezes: { initial: 1, max: 1 } },
+  pointsSystems: [
+    { key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { type: 'achievement', achievementKey: 'three', points: 5 }] },
+    { key: 'energy', name: 'Energy', maxPoints: 3, triggers: [{ type: 'user_creation', points: 3 }, { type: 'time', timeUnit: 'hour', timeInterval: 2, points: 1 }] },
+  ],
+  leaderboards: [
+    { key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2020-01-01', maxParticipants: 3 },
+    { key: 'weekly', name: 'Weekly', rankBy: 'points', pointsSystemKey: 'xp', start: '2026-01-05', runUnit: 'day', runInterval: 7 },
+  ],
+});
+
+async function pgStore(client: Queryable & Record<string, unknown> = db as never, transactions?: 'serial') {
+  const store = createPostgresStore({ client, schema: `engine_${++n}`, ...(transactions ? { transactions } : {}) });
+  await store.migrate();
+  return store;
+}
+
+type Ev = { metricKey: string; user: { id: string }; value: number; gapMs: number; idempotencyKey?: string };
+
+async function replay(store: Store, events: Ev[]) {
+  let now = Date.parse('2026-01-05T08:00:00Z');
+  const engine = createEngine({ config, store, clock: () => new Date(now), newId: sequentialIds() });
+  const responses = [];
+  for (const e of events) {
+    now += e.gapMs;
+    responses.push(await engine.recordEvent('lessons', { user: e.user, value: e.value }, e.idempotencyKey ? { idempotencyKey: e.idempotencyKey } : {}));
+  }
+  return { engine, responses };
+}
+
+describe('the engine on PostgreSQL (PGlite)', () => {
+  it('gives the same responses and state as on the memory store, for any event sequence', async () => {
+    await fc.assert(
+      fc.asyncProperty(arbEventSequence(config, { maxLength: 12, idempotency: true, maxGapMs: 30 * 3_600_000 }), async (events) => {
+        const mem = createMemoryStore();
+        const pg = await pgStore();
+        const a = await replay(mem, events as Ev[]);
+        const b = await replay(pg, events as Ev[]);
+        expect(b.responses).toEqual(a.responses);
+        for (const id of ['u1', 'u2', 'u3']) {
+          expect(await pg.loadUser(id)).toEqual(await mem.loadUser(id));
+          expect(await pg.readLedger({ userId: id, kind: 'points', key: 'xp', order: 'asc' })).toEqual(await mem.readLedger({ userId: id, kind: 'points', key: 'xp', order: 'asc' }));
+        }
+        expect(await b.engine.getLeaderboard('all')).toEqual(await a.engine.getLeaderboard('all'));
+        expect(await b.engine.getStreak('u1').catch(() => null)).toEqual(await a.engine.getStreak('u1').catch(() => null));
+      }),
+      { numRuns: 25 },
+    );
+  }, 120_000);
+
+  it('200 concurrent recordEvent calls for one user: exact total, each key once', async () => {
+    const store = await pgStore();
+    const engine = createEngine({ config, store });
+    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => engine.recordEvent('lessons', { user: { id: 'hot' }, value: 0.5 }, { idempotencyKey: `k${i % 120}` })));
+    expect(results.filter((r) => !r.idempotentReplayed)).toHaveLength(120);
+    expect((await store.loadUser('hot'))?.state.metrics.lessons).toBe('60');
+    expect(await store.readLedger({ userId: 'hot', kind: 'metric', key: 'lessons', order: 'asc' })).toHaveLength(120);
+  }, 60_000);
+});
+
+/** A single-connection client over PGlite whose connection can be made to drop at its Nth statement. */
+function flakyClient() {
+  let count = 0;
+  let failAt = Number.POSITIVE_INFINITY;
+  return {
+    failAt(n: number) {
+      count = 0;
+      failAt = n;
+    },
+    heal() {
+      failAt = Number.POSITIVE_INFINITY;
+    },
+    async query(text: string, params?: unknown[]) {
+      if (++count === failAt) throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+      return db.query(text, params);
+    },
+  };
+}
+
+// Ids are opaque and a failed attempt draws some, so snapshots compare everything but ids.
+const withoutIds = (value: unknown): unknown =>
+  JSON.parse(JSON.stringify(value), (k, v) => (k === 'id' || k === 'completionId' || k === 'eventId' ? undefined : v));
+
+describe('faults', () => {
+  it('a connection dropped at any statement of a call leaves no partial state, and a retry gives the uninterrupted result', async () => {
+    const events: Ev[] = [
+      { metricKey: 'lessons', user: { id: 'f' }, value: 2, gapMs: 0, idempotencyKey: 'a' },
+      { metricKey: 'lessons', user: { id: 'g' }, value: 1, gapMs: 3_600_000, idempotencyKey: 'b' },
+      { metricKey: 'lessons', user: { id: 'f' }, value: 1, gapMs: 86_400_000, idempotencyKey: 'c' },
+    ];
+    const snapshot = async (store: Store) =>
+      withoutIds({
+        f: await store.loadUser('f'),
+        g: await store.loadUser('g'),
+        ledger: await store.readLedger({ userId: 'f', kind: 'points', key: 'xp', order: 'asc' }),
+        metric: await store.readLedger({ userId: 'f', kind: 'metric', key: 'lessons', order: 'asc' }),
+        streak: await store.readLedger({ userId: 'f', kind: 'streak', key: 'streak', order: 'asc' }),
+        board: await store.readRange('lb|all|2020-01-01|', 0, 10),
+        history: await store.readRankHistory('lb|all|2020-01-01|', 'f', 10),
+        idempotency: await store.getIdempotencyRecord('f', 'lessons', 'c'),
+        counters: await store.getCounters(['users', 'achievement:three']),
+      });
+    const reference = await pgStore();
+    await replay(reference, events);
+    const expected = await snapshot(reference);
+    const last = events[2] as Ev;
+    let failures = 0;
+    // The last call runs about 25 statements (load, idempotency lookup, BEGIN, writes, COMMIT): drop at each.
+    for (let failAt = 1; failAt <= 30; failAt++) {
+      const client = flakyClient();
+      const store = await pgStore(client as never, 'serial');
+      let now = Date.parse('2026-01-05T08:00:00Z');
+      const engine = createEngine({ config, store, clock: () => new Date(now), newId: sequentialIds() });
+      for (const e of events.slice(0, 2)) {
+        now += e.gapMs;
+        await engine.recordEvent('lessons', { user: e.user, value: e.value }, { idempotencyKey: e.idempotencyKey as string });
+      }
+      now += last.gapMs;
+      const before = await snapshot(store);
+      client.failAt(failAt);
+      const outcome = await engine.recordEvent('lessons', { user: last.user, value: last.value }, { idempotencyKey: last.idempotencyKey as string }).then(
+        () => 'ok',
+        (e: Error) => e.message,
+      );
+      client.heal();
+      if (outcome !== 'ok') {
+        failures++;
+        expect(outcome).toBe('Connection terminated unexpectedly');
+        // All or nothing: a drop before COMMIT leaves the state as it was; a drop after it (while the engine
+        // reads ranks back) leaves the whole call applied. Never anything in between.
+        const after = await snapshot(store);
+        expect([JSON.stringify(before), JSON.stringify(expected)]).toContain(JSON.stringify(after));
+        await engine.recordEvent('lessons', { user: last.user, value: last.value }, { idempotencyKey: last.idempotencyKey as string });
+      }
+      expect(await snapshot(store)).toEqual(expected);
+    }
+    expect(failures).toBeGreaterThan(15);
+  }, 120_000);
+});
