@@ -6,6 +6,8 @@ export default defineConfig({
     memory: 'src/memory.ts',
     testing: 'src/testing/index.ts',
     http: 'src/http.ts',
+    postgres: 'src/postgres.ts',
+    redis: 'src/redis.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,
@@ -14,5 +16,5 @@ export default defineConfig({
   target: 'node20',
   splitting: true,
   treeshake: true,
-  external: ['vitest', 'fast-check'],
+  external: ['vitest', 'fast-check', 'pg', '@electric-sql/pglite', 'ioredis'],
 });

@@ -9,6 +9,8 @@ export default defineConfig({
       { find: /^laurel\/memory$/, replacement: src('memory.ts') },
       { find: /^laurel\/testing$/, replacement: src('testing/index.ts') },
       { find: /^laurel\/http$/, replacement: src('http.ts') },
+      { find: /^laurel\/postgres$/, replacement: src('postgres.ts') },
+      { find: /^laurel\/redis$/, replacement: src('redis.ts') },
       { find: /^laurel$/, replacement: src('index.ts') },
     ],
   },

@@ -1,0 +1,181 @@
+/**
+ * `createRedisRankIndex`: leaderboard ranks on Redis sorted sets, O(log n) per update, rank and page.
+ *
+ * Layout per index (one hash tag, so a cluster keeps an index on one slot):
+ * - `{prefix}{index}:z`  sorted set; score = -value, member = zero-padded reachedAt millis + ":" + the user
+ *   id as UTF-16 hex. Ascending (score, member) is exactly Laurel's order: higher value, earlier reachedAt,
+ *   smaller user id (code-unit order, as in the memory store).
+ * - `{prefix}{index}:h`  hash user id -> "version|member|value" (a removed entry keeps "version||").
+ * - `{prefix}{index}:r:<user>` list of daily rank-history rows, newest first, at most 100.
+ * Each write runs as one Lua script: atomic, version-guarded, absolute.
+ */
+import { createHash } from 'node:crypto';
+import type { RankChange, RankedEntry, RankHistoryRow } from '../store/types.js';
+import type { RankIndex, VersionedWrite } from '../store/rank-index.js';
+
+/** The part of an ioredis client (or any client with `call`) that the index uses. */
+export interface RedisLike {
+  call(command: string, ...args: (string | number)[]): Promise<unknown>;
+}
+
+export interface RedisRankIndexOptions {
+  redis: RedisLike;
+  /** Key prefix (default `laurel:`). */
+  prefix?: string;
+  /** Seconds an index's keys live after its last write (e.g. finished runs), or null to keep them. */
+  expireSeconds?: (index: string) => number | null;
+}
+
+const SCRIPT = `
+local z, h, hist = KEYS[1], KEYS[2], KEYS[3]
+local user, version, remove = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local member, score, value, date, ttl = ARGV[4], ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8])
+local prevRank, prevValue = '', ''
+local cur = redis.call('HGET', h, user)
+if cur then
+  local s1 = string.find(cur, '|', 1, true)
+  local s2 = string.find(cur, '|', s1 + 1, true)
+  local curVersion = tonumber(string.sub(cur, 1, s1 - 1))
+  local curMember = string.sub(cur, s1 + 1, s2 - 1)
+  local curValue = string.sub(cur, s2 + 1)
+  if curVersion > version then
+    local r = ''
+    if curMember ~= '' then
+      local zr = redis.call('ZRANK', z, curMember)
+      if zr then r = tostring(zr + 1) end
+    end
+    return {r, r, curValue, curValue, 'stale'}
+  end
+  if curMember ~= '' then
+    local zr = redis.call('ZRANK', z, curMember)
+    if zr then prevRank = tostring(zr + 1) end
+    prevValue = curValue
+    redis.call('ZREM', z, curMember)
+  end
+end
+local rank, newValue = '', ''
+if remove == '1' then
+  redis.call('HSET', h, user, version .. '||')
+else
+  redis.call('ZADD', z, score, member)
+  redis.call('HSET', h, user, version .. '|' .. member .. '|' .. value)
+  rank = tostring(redis.call('ZRANK', z, member) + 1)
+  newValue = value
+end
+local head = redis.call('LINDEX', hist, 0)
+if head and string.sub(head, 1, string.len(date) + 1) == date .. '|' then
+  local parts = {}
+  for p in string.gmatch(head .. '|', '([^|]*)|') do table.insert(parts, p) end
+  redis.call('LSET', hist, 0, date .. '|' .. parts[2] .. '|' .. rank .. '|' .. parts[4] .. '|' .. newValue)
+else
+  redis.call('LPUSH', hist, date .. '|' .. prevRank .. '|' .. rank .. '|' .. prevValue .. '|' .. newValue)
+  redis.call('LTRIM', hist, 0, 99)
+end
+if ttl and ttl > 0 then
+  redis.call('EXPIRE', z, ttl)
+  redis.call('EXPIRE', h, ttl)
+  redis.call('EXPIRE', hist, ttl)
+end
+return {prevRank, rank, prevValue, newValue, 'ok'}
+`;
+const SHA = createHash('sha1').update(SCRIPT).digest('hex');
+
+const hex16 = (s: string) => {
+  let out = '';
+  for (let i = 0; i < s.length; i++) out += s.charCodeAt(i).toString(16).padStart(4, '0');
+  return out;
+};
+const unhex16 = (h: string) => {
+  let out = '';
+  for (let i = 0; i < h.length; i += 4) out += String.fromCharCode(parseInt(h.slice(i, i + 4), 16));
+  return out;
+};
+const memberOf = (userId: string, reachedAt: string) => `${String(Date.parse(reachedAt)).padStart(16, '0')}:${hex16(userId)}`;
+const parseMember = (m: string) => {
+  const i = m.indexOf(':');
+  return { reachedAt: new Date(Number(m.slice(0, i))).toISOString(), userId: unhex16(m.slice(i + 1)) };
+};
+const orNull = (v: unknown) => (v === '' || v === null || v === undefined ? null : Number(v));
+
+/**
+ * Creates a Redis rank index; combine it with a store through `withRankIndex` from `laurel`.
+ *
+ * @example
+ * ```ts
+ * import Redis from 'ioredis';
+ * const store = withRankIndex(createPostgresStore({ client: pool, ranks: 'none' }),
+ *   createRedisRankIndex({ redis: new Redis(process.env.REDIS_URL) }));
+ * ```
+ */
+export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex {
+  const { redis } = options;
+  const prefix = options.prefix ?? 'laurel:';
+  const keys = (index: string) => ({ z: `${prefix}{${index}}:z`, h: `${prefix}{${index}}:h`, r: (userId: string) => `${prefix}{${index}}:r:${userId}` });
+
+  async function run(args: (string | number)[]): Promise<unknown> {
+    try {
+      return await redis.call('EVALSHA', SHA, 3, ...args);
+    } catch (error) {
+      if (!String((error as Error)?.message ?? error).includes('NOSCRIPT')) throw error;
+      return redis.call('EVAL', SCRIPT, 3, ...args);
+    }
+  }
+
+  return {
+    async apply(writes: readonly VersionedWrite[]): Promise<RankChange[]> {
+      const out: RankChange[] = [];
+      for (const w of writes) {
+        const k = keys(w.index);
+        const ttl = options.expireSeconds?.(w.index) ?? 0;
+        const remove = w.remove === true;
+        const value = remove ? 0 : w.value;
+        const reachedAt = remove ? new Date(0).toISOString() : w.reachedAt;
+        const reply = (await run([k.z, k.h, k.r(w.userId), w.userId, w.version, remove ? '1' : '0', memberOf(w.userId, reachedAt), String(-value || 0), String(value), w.date, ttl])) as string[];
+        out.push({ index: w.index, userId: w.userId, previousRank: orNull(reply[0]), rank: orNull(reply[1]), previousValue: orNull(reply[2]), value: orNull(reply[3]) });
+      }
+      return out;
+    },
+
+    async getEntry(index, userId): Promise<RankedEntry | null> {
+      const k = keys(index);
+      const cur = (await redis.call('HGET', k.h, userId)) as string | null;
+      if (!cur) return null;
+      const [, member = '', value = ''] = cur.split('|');
+      if (member === '') return null;
+      const rank = (await redis.call('ZRANK', k.z, member)) as number | null;
+      return rank === null ? null : { userId, value: Number(value), reachedAt: parseMember(member).reachedAt, rank: Number(rank) + 1 };
+    },
+
+    async readRange(index, offset, limit) {
+      const from = Math.max(0, offset);
+      if (limit <= 0) return [];
+      const reply = (await redis.call('ZRANGE', keys(index).z, from, from + limit - 1, 'WITHSCORES')) as unknown[];
+      // RESP2 replies flat [member, score, ...]; RESP3 nests [[member, score], ...].
+      const flat = reply.flatMap((x) => (Array.isArray(x) ? x : [x])).map(String);
+      const out: RankedEntry[] = [];
+      for (let i = 0; i < flat.length; i += 2) {
+        const { userId, reachedAt } = parseMember(flat[i] as string);
+        out.push({ userId, reachedAt, value: -Number(flat[i + 1]) || 0, rank: from + i / 2 + 1 });
+      }
+      return out;
+    },
+
+    async countEntries(index, range) {
+      const z = keys(index).z;
+      if (!range || (range.min === undefined && range.max === undefined)) return Number(await redis.call('ZCARD', z));
+      // value >= min  <=>  score <= -min;  value < max  <=>  score > -max
+      const low = range.max === undefined ? '-inf' : `(${-range.max}`;
+      const high = range.min === undefined ? '+inf' : String(-range.min);
+      return Number(await redis.call('ZCOUNT', z, low, high));
+    },
+
+    async readRankHistory(index, userId, limit): Promise<RankHistoryRow[]> {
+      if (limit <= 0) return [];
+      const rows = (await redis.call('LRANGE', keys(index).r(userId), 0, limit - 1)) as string[];
+      return rows.map((row) => {
+        const [date = '', previousRank, rank, previousValue, value] = row.split('|');
+        return { date, previousRank: orNull(previousRank), rank: orNull(rank), previousValue: orNull(previousValue), value: orNull(value) };
+      });
+    },
+  };
+}
