@@ -86,15 +86,16 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         conn.release();
         return result;
       } catch (error) {
-        // A connection that failed mid-transaction is destroyed, never reused.
-        let broken: Error | boolean = error instanceof Error ? error : true;
-        try {
-          await conn.query('ROLLBACK');
-          if (error instanceof ConflictError) broken = false;
-        } catch {
-          broken = true;
+        if (error instanceof ConflictError) {
+          // A lost race: the connection is healthy, roll back and reuse it.
+          await conn.query('ROLLBACK').then(
+            () => conn.release(),
+            (e: Error) => conn.release(e),
+          );
+        } else {
+          // Anything else may be a broken connection: destroy it, and the server aborts the transaction.
+          conn.release(error instanceof Error ? error : true);
         }
-        conn.release(broken || undefined);
         throw error;
       }
     }
