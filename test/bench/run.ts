@@ -236,9 +236,84 @@ async function httpBench() {
   console.log(`in-process recordEvent, same events: ${fmt(direct)} events/s`);
 }
 
+async function storage() {
+  const { execFile } = await import('node:child_process');
+  const { promisify } = await import('node:util');
+  const run = promisify(execFile);
+  const workers = async (url: string, processes: number, redisPrefix?: string) => {
+    const schema = `bench_${Date.now().toString(36)}_${processes}${redisPrefix ? 'r' : ''}`;
+    if (url !== 'pglite') {
+      const pg = (await import('pg')).default;
+      const pool = new pg.Pool({ connectionString: url });
+      const { createPostgresStore } = await import('../../src/postgres.js');
+      await createPostgresStore({ client: pool, schema }).migrate();
+      await pool.end();
+    }
+    const t0 = performance.now();
+    const outs = await Promise.all(
+      Array.from({ length: processes }, (_, w) => run(process.execPath, ['--import', 'tsx', 'test/workers/record.ts', String(w), schema, redisPrefix ?? '-', String(processes)], { env: { ...process.env, LAUREL_PG_URL: url }, maxBuffer: 1 << 24 })),
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    const reports = outs.map((o) => JSON.parse(o.stdout.trim().split('\n').pop() as string) as { applied: number; replayed: number; p50: number; p99: number; seconds: number });
+    const calls = reports.reduce((s, r) => s + r.applied + r.replayed, 0);
+    const p50 = median(reports.map((r) => r.p50));
+    const p99 = Math.max(...reports.map((r) => r.p99));
+    return `${fmt(calls / Math.max(...reports.map((r) => r.seconds)))} calls/s (${calls} calls, 200 users, 20% duplicate keys, 8 in flight per process); p50 ${fmt(p50, 1)} ms, p99 ${fmt(p99, 1)} ms`;
+  };
+  header('recordEvent on PostgreSQL (the multi-process workload: 20,000 calls)');
+  console.log(`PGlite (in-process WASM Postgres), 1 process:  ${await workers('pglite', 1)}`);
+  const url = process.env.LAUREL_PG_URL;
+  if (url) {
+    console.log(`PostgreSQL server, 1 process:  ${await workers(url, 1)}`);
+    console.log(`PostgreSQL server, 4 processes: ${await workers(url, 4)}`);
+    if (process.env.LAUREL_REDIS_URL) console.log(`PostgreSQL server + Redis ranks, 4 processes: ${await workers(url, 4, `bench_${Date.now().toString(36)}:`)}`);
+  } else console.log('(set LAUREL_PG_URL for the PostgreSQL server figures)');
+  const redisUrl = process.env.LAUREL_REDIS_URL;
+  if (!redisUrl) {
+    console.log('(set LAUREL_REDIS_URL for the Redis rank-index figures)');
+    return;
+  }
+  header('Redis rank index at 1,000,000 entries');
+  const Redis = (await import('ioredis')).default;
+  const { createRedisRankIndex } = await import('../../src/redis.js');
+  const redis = new Redis(redisUrl);
+  const prefix = `bench_${Date.now().toString(36)}:`;
+  const index = createRedisRankIndex({ redis, prefix });
+  const name = 'lb|bench|2026-01-01|';
+  // Fill through the index itself, pipelined 2,000 writes at a time.
+  const N = 1_000_000;
+  const t0 = performance.now();
+  for (let b = 0; b < N; b += 2000) {
+    await Promise.all(Array.from({ length: 2000 }, (_, i) => index.apply([{ index: name, userId: `u${b + i}`, value: ((b + i) * 7919) % 100_003, reachedAt: new Date(1_700_000_000_000 + b + i).toISOString(), date: '2026-01-01', version: 1 }])));
+  }
+  console.log(`filled ${fmt(N)} entries in ${fmt((performance.now() - t0) / 1000, 1)} s`);
+  const updates: number[] = [];
+  const pages: number[] = [];
+  for (let i = 0; i < 2000; i++) {
+    const u = `u${(i * 104729) % N}`;
+    const s = performance.now();
+    await index.apply([{ index: name, userId: u, value: 200_000 + i, reachedAt: new Date(1_800_000_000_000 + i).toISOString(), date: '2026-01-02', version: 2 }]);
+    updates.push(performance.now() - s);
+    if (i % 5 === 0) {
+      const p = performance.now();
+      await index.readRange(name, 500_000, 10);
+      pages.push(performance.now() - p);
+    }
+  }
+  console.log(`update+rank (one Lua script, one round trip): median ${fmt(median(updates) * 1000, 0)} µs; page of 10 at offset 500,000: median ${fmt(median(pages) * 1000, 0)} µs`);
+  let cursor = '0';
+  do {
+    const [next, keys] = (await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)) as [string, string[]];
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
+  await redis.quit();
+}
+
 console.log(`Laurel bench: node ${process.version}, ${new Date().toISOString().slice(0, 10)}`);
 if (!only || only === 'foundation') await foundation();
 if (!only || only === 'history') await history();
 if (!only || only === 'points') await summaries();
 if (!only || only === 'leaderboards') leaderboards();
 if (!only || only === 'http') await httpBench();
+if (!only || only === 'storage') await storage();
