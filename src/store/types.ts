@@ -112,10 +112,13 @@ export interface Store {
    */
   readLedger(query: LedgerQuery): Promise<LedgerRow[]>;
 
-  /** One user's entry in an index with its rank, or null. MUST cost O(log n) or better. */
+  /**
+   * One user's entry in an index with its rank, or null. SHOULD cost O(log n) (the memory store and the
+   * Redis rank index do; the Postgres store's SQL ranks count an index range, O(rank)).
+   */
   getEntry(index: string, userId: string): Promise<RankedEntry | null>;
 
-  /** `limit` entries from 0-based position `offset`, in rank order. MUST NOT cost O(offset) on large indexes in production stores. */
+  /** `limit` entries from 0-based position `offset`, in rank order. SHOULD cost O(log n + limit) (see `getEntry`). */
   readRange(index: string, offset: number, limit: number): Promise<RankedEntry[]>;
 
   /** Number of entries in an index; with `min`/`max`, of those with `min <= value < max`. */
