@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compareEntries, createEngine, defineConfig, type IndexEntry } from '../src/index.js';
+import Redis from 'ioredis';
+import { afterAll } from 'vitest';
+import { compareEntries, createEngine, defineConfig, withRankIndex, type IndexEntry, type Store } from '../src/index.js';
+import { createRedisRankIndex } from '../src/redis.js';
+import { REDIS_URL, uniq } from './servers.js';
 import { createMemoryStore } from '../src/memory.js';
 import { OrderedIndex } from '../src/store/ordered-index.js';
 import { sequentialIds } from '../src/testing/index.js';
@@ -37,7 +41,14 @@ describe('order-statistic treap vs a sorted array', () => {
   });
 });
 
-describe('leaderboards through the engine vs a naive model', () => {
+const redis = REDIS_URL ? new Redis(REDIS_URL) : null;
+afterAll(async () => {
+  await redis?.quit();
+});
+const stores: [string, () => Store][] = [['memory store', () => createMemoryStore()]];
+if (redis) stores.push(['memory store + Redis ranks', () => withRankIndex(createMemoryStore(), createRedisRankIndex({ redis, prefix: `${uniq('lbprop')}:` }))]);
+
+describe.each(stores)('leaderboards through the engine vs a naive model (%s)', (_name, makeStore) => {
   it('for any sequence of value updates over up to 2 000 users: ranks, thresholds and offset pages are identical', async () => {
     const arb = fc.record({
       max: fc.integer({ min: 1, max: 50 }),
@@ -49,7 +60,7 @@ describe('leaderboards through the engine vs a naive model', () => {
       fc.asyncProperty(arb, async ({ max, users, updates, pages }) => {
         const config = defineConfig({ metrics: [{ key: 'm', name: 'M' }], leaderboards: [{ key: 'b', name: 'B', rankBy: 'metric', metricKey: 'm', start: '2026-01-01', maxParticipants: max }] });
         let now = Date.parse('2026-01-05T00:00:00Z');
-        const engine = createEngine({ config, store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });
+        const engine = createEngine({ config, store: makeStore(), clock: () => new Date(now), newId: sequentialIds() });
         const model = new Map<string, { value: number; reachedAt: string }>();
         for (const u of updates) {
           now += u.gap;

@@ -1,6 +1,6 @@
 import { PGlite } from '@electric-sql/pglite';
 import Redis from 'ioredis';
-import { afterAll, describe } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../src/memory.js';
 import { createPostgresStore } from '../src/postgres.js';
 import { createRedisRankIndex, withRankIndex } from '../src/redis.js';
@@ -22,5 +22,40 @@ describe.skipIf(!REDIS_URL)('Redis rank index (needs LAUREL_REDIS_URL)', () => {
     const store = createPostgresStore({ client: db, schema: `redis_conf_${++n}`, ranks: 'none' });
     await store.migrate();
     return withRankIndex(store, index());
+  });
+});
+
+describe.skipIf(!REDIS_URL)('Redis rank index specifics (needs LAUREL_REDIS_URL)', () => {
+  const redis = REDIS_URL ? new Redis(REDIS_URL) : null;
+  afterAll(async () => {
+    await redis?.quit();
+  });
+
+  it('ignores a late write with an older version, so racing processes never undo a newer value', async () => {
+    const index = createRedisRankIndex({ redis: redis as Redis, prefix: `${uniq('stale')}:` });
+    const w = { index: 'lb|x', userId: 'u', date: '2026-01-01' };
+    await index.apply([{ ...w, value: 10, reachedAt: '2026-01-01T00:00:02.000Z', version: 3 }]);
+    const late = await index.apply([{ ...w, value: 5, reachedAt: '2026-01-01T00:00:01.000Z', version: 2 }]);
+    expect(late[0]).toMatchObject({ rank: 1, value: 10 });
+    expect(await index.getEntry('lb|x', 'u')).toMatchObject({ value: 10, rank: 1 });
+    await index.apply([{ ...w, remove: true, version: 4 }]);
+    await index.apply([{ ...w, value: 7, reachedAt: '2026-01-01T00:00:03.000Z', version: 3 }]);
+    expect(await index.getEntry('lb|x', 'u')).toBeNull();
+  });
+
+  it('keeps unicode user ids and their code-unit order', async () => {
+    const index = createRedisRankIndex({ redis: redis as Redis, prefix: `${uniq('uni')}:` });
+    const at = '2026-01-01T00:00:00.000Z';
+    for (const [i, id] of ['é', 'a', '🙂', '用户', 'Z'].entries()) await index.apply([{ index: 'i', userId: id, value: 1, reachedAt: at, date: '2026-01-01', version: i + 1 }]);
+    expect((await index.readRange('i', 0, 10)).map((e) => e.userId)).toEqual(['Z', 'a', 'é', '用户', '🙂'].sort());
+  });
+
+  it('expires the keys of indexes it is told to', async () => {
+    const prefix = `${uniq('ttl')}:`;
+    const index = createRedisRankIndex({ redis: redis as Redis, prefix, expireSeconds: (name) => (name.startsWith('lb|') ? 60 : null) });
+    await index.apply([{ index: 'lb|run', userId: 'u', value: 1, reachedAt: '2026-01-01T00:00:00.000Z', date: '2026-01-01', version: 1 }]);
+    await index.apply([{ index: 'pt|xp', userId: 'u', value: 1, reachedAt: '2026-01-01T00:00:00.000Z', date: '2026-01-01', version: 1 }]);
+    expect(Number(await redis?.ttl(`${prefix}{lb|run}:z`))).toBeGreaterThan(0);
+    expect(Number(await redis?.ttl(`${prefix}{pt|xp}:z`))).toBe(-1);
   });
 });
