@@ -136,6 +136,18 @@ describe('HTTP behaviour', () => {
     expect(await replay.json()).toMatchObject({ total: 2, idempotentReplayed: true });
   });
 
+  it('serves the routes the SDK has no method for: levels and level summary', async () => {
+    const get = async (path: string) => {
+      const res = await fetch(`${base}${path}`, { headers: { 'x-api-key': KEY } });
+      return { status: res.status, body: await res.json() };
+    };
+    expect(await get('/v1/points/xp/levels')).toMatchObject({ status: 200, body: [{ key: 'a', points: 0 }, { key: 'b', points: 50 }] });
+    const summary = await get('/v1/points/xp/level-summary');
+    expect(summary.status).toBe(200);
+    expect((summary.body as { level: { key: string }; users: number }[]).map((l) => l.level.key)).toEqual(['a', 'b']);
+    expect((await get('/v1/points/nope/levels')).status).toBe(404);
+  });
+
   it('401 without or with a wrong key; 404 unknown routes; 405 wrong methods with Allow', async () => {
     expect((await fetch(`${base}/v1/users/seed`)).status).toBe(401);
     expect((await fetch(`${base}/v1/users/seed`, { headers: { 'x-api-key': 'test-key-12' } })).status).toBe(401);
