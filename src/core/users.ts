@@ -4,6 +4,7 @@
 import type { LaurelConfig } from '../config/define.js';
 import { InvalidAttributeKeysError, NotFoundError, ValidationError } from '../errors.js';
 import { isValidTimeZone } from './calendar.js';
+import { emptyStreak } from './streaks.js';
 import type { EventInput, UserInput, UserRecord, UserState } from './types.js';
 
 const MAX_USER_ID = 255;
@@ -80,19 +81,7 @@ export function newUserState(cfg: LaurelConfig, input: UserInput, nowIso: string
     metrics: {},
     achievementProgress: {},
     achievements: {},
-    streak: cfg.streak
-      ? {
-          length: 0,
-          started: null,
-          coveredThrough: null,
-          progressPeriod: null,
-          sums: {},
-          qualified: false,
-          freezes: cfg.streak.freezes ? Math.min(cfg.streak.freezes.initial, cfg.streak.freezes.max) : 0,
-          freezeGrants: 0,
-          lastExtendedAt: null,
-        }
-      : null,
+    streak: cfg.streak ? emptyStreak(cfg.streak) : null,
     points: Object.fromEntries(cfg.pointsSystems.map((ps) => [ps.key, { total: 0, metric: {}, time: {} }])),
     leaderboards: {},
   };
