@@ -154,7 +154,7 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
   for (const system of step.cfg.pointsSystems) {
     if (!step.effects.created && !(step.awards.get(system.key)?.length ?? 0)) continue;
     const total = step.state.points[system.key]?.total ?? 0;
-    step.effects.leaderboard.push({ index: pointsTotalsIndex(system.key), userId: step.state.user.id, value: total, reachedAt: step.nowIso, date: step.today });
+    step.effects.leaderboard.push({ index: pointsTotalsIndex(system.key), userId: step.state.user.id, value: total, reachedAt: step.nowIso, date: step.today, unranked: true });
   }
   return out;
 }

@@ -115,10 +115,14 @@ export interface StreakPeriodRow {
   usedFreeze: boolean;
 }
 
-/** A leaderboard entry write: an absolute value (never an increment), or a removal. */
+/**
+ * A leaderboard entry write: an absolute value (never an increment), or a removal. `unranked` marks an index
+ * read only by value ranges (every user's points total): a store need not compute ranks or keep rank history
+ * for it.
+ */
 export type LeaderboardWrite =
-  | { index: string; userId: string; value: number; reachedAt: string; date: LocalDate; remove?: false }
-  | { index: string; userId: string; remove: true; date: LocalDate };
+  | { index: string; userId: string; value: number; reachedAt: string; date: LocalDate; remove?: false; unranked?: boolean }
+  | { index: string; userId: string; remove: true; date: LocalDate; unranked?: boolean };
 
 export interface IdempotencyRecord {
   userId: string;

@@ -199,10 +199,11 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     return b;
   };
 
-  /** The value of the last ranked entry when a board (run, group) is full, else 0. */
-  async function thresholdOf(b: CompiledLeaderboard, index: string, size?: number): Promise<number> {
-    const count = size ?? (await store.countEntries(index));
-    if (count < b.maxParticipants) return 0;
+  /**
+   * The value of the last ranked entry when a board (run, group) is full, else 0: one read at position
+   * maxParticipants - 1, never a count of the whole board.
+   */
+  async function thresholdOf(b: CompiledLeaderboard, index: string): Promise<number> {
     const [last] = await store.readRange(index, b.maxParticipants - 1, 1);
     return last?.value ?? 0;
   }

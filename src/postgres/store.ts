@@ -120,6 +120,12 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     return num(r.rows[0]?.n) + 1;
   }
 
+  const UPSERT_ENTRY = `INSERT INTO ${t('entries')} (idx, user_id, value, neg_value, reached_at) VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT (idx, user_id) DO UPDATE SET value = EXCLUDED.value, neg_value = EXCLUDED.neg_value, reached_at = EXCLUDED.reached_at`;
+  // The first write of a day keeps its previous rank and value; every write sets the current ones.
+  const UPSERT_HISTORY = `INSERT INTO ${t('rank_history')} (idx, user_id, date, previous_rank, rank, previous_value, value) VALUES ($1, $2, $3, $4, $5, $6, $7)
+    ON CONFLICT (idx, user_id, date) DO UPDATE SET rank = EXCLUDED.rank, value = EXCLUDED.value`;
+
   async function applyCommit(q: Queryable, c: Commit): Promise<CommitResult> {
     const version = c.expectedVersion + 1;
     const state = JSON.stringify(c.state);
@@ -149,28 +155,41 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     }
     const ranks: RankChange[] = [];
     for (const w of c.leaderboard) {
-      const before = (await q.query(`SELECT value, neg_value, reached_at FROM ${t('entries')} WHERE idx = $1 AND user_id = $2`, [w.index, w.userId])).rows[0];
-      const previousRank = before && sqlRanks ? await rankOf(q, w.index, num(before.neg_value), String(before.reached_at), w.userId) : null;
+      if (w.unranked || !sqlRanks) {
+        // Entries only: one statement, no rank counting, no history.
+        const before = w.unranked ? undefined : (await q.query(`SELECT value FROM ${t('entries')} WHERE idx = $1 AND user_id = $2`, [w.index, w.userId])).rows[0];
+        if (w.remove) await q.query(`DELETE FROM ${t('entries')} WHERE idx = $1 AND user_id = $2`, [w.index, w.userId]);
+        else await q.query(UPSERT_ENTRY, [w.index, w.userId, w.value, -w.value, w.reachedAt]);
+        ranks.push({ index: w.index, userId: w.userId, previousRank: null, rank: null, previousValue: before ? num(before.value) : null, value: w.remove ? null : w.value });
+        continue;
+      }
+      // The entry as it was, with its rank, in one statement.
+      const before = (
+        await q.query(
+          `SELECT e.value, (SELECT count(*) FROM ${t('entries')} x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_id) < (e.neg_value, e.reached_at, e.user_id)) + 1 AS rank
+           FROM ${t('entries')} e WHERE e.idx = $1 AND e.user_id = $2`,
+          [w.index, w.userId],
+        )
+      ).rows[0];
+      const previousRank = before ? num(before.rank) : null;
+      const previousValue = before ? num(before.value) : null;
       let rank: number | null = null;
       if (w.remove) {
         await q.query(`DELETE FROM ${t('entries')} WHERE idx = $1 AND user_id = $2`, [w.index, w.userId]);
+        await q.query(UPSERT_HISTORY, [w.index, w.userId, w.date, previousRank, null, previousValue, null]);
       } else {
-        await q.query(
-          `INSERT INTO ${t('entries')} (idx, user_id, value, neg_value, reached_at) VALUES ($1, $2, $3, $4, $5)
-           ON CONFLICT (idx, user_id) DO UPDATE SET value = EXCLUDED.value, neg_value = EXCLUDED.neg_value, reached_at = EXCLUDED.reached_at`,
-          [w.index, w.userId, w.value, -w.value, w.reachedAt],
+        await q.query(UPSERT_ENTRY, [w.index, w.userId, w.value, -w.value, w.reachedAt]);
+        // The new rank and the day's history row, in one statement.
+        const r = await q.query(
+          `WITH r AS (SELECT count(*) + 1 AS rank FROM ${t('entries')} WHERE idx = $1 AND (neg_value, reached_at, user_id) < ($7, $8, $2))
+           INSERT INTO ${t('rank_history')} (idx, user_id, date, previous_rank, rank, previous_value, value)
+           SELECT $1, $2, $3, $4::integer, r.rank, $5::double precision, $6::double precision FROM r
+           ON CONFLICT (idx, user_id, date) DO UPDATE SET rank = EXCLUDED.rank, value = EXCLUDED.value RETURNING rank`,
+          [w.index, w.userId, w.date, previousRank, previousValue, w.value, -w.value, w.reachedAt],
         );
-        if (sqlRanks) rank = await rankOf(q, w.index, -w.value, w.reachedAt, w.userId);
+        rank = num(r.rows[0]?.rank);
       }
-      const change: RankChange = { index: w.index, userId: w.userId, previousRank, rank, previousValue: before ? num(before.value) : null, value: w.remove ? null : w.value };
-      ranks.push(change);
-      if (sqlRanks) {
-        await q.query(
-          `INSERT INTO ${t('rank_history')} (idx, user_id, date, previous_rank, rank, previous_value, value) VALUES ($1, $2, $3, $4, $5, $6, $7)
-           ON CONFLICT (idx, user_id, date) DO UPDATE SET rank = EXCLUDED.rank, value = EXCLUDED.value`,
-          [w.index, w.userId, w.date, change.previousRank, change.rank, change.previousValue, change.value],
-        );
-      }
+      ranks.push({ index: w.index, userId: w.userId, previousRank, rank, previousValue, value: w.remove ? null : w.value });
     }
     return { version, ranks };
   }

@@ -29,7 +29,7 @@ export interface RedisRankIndexOptions {
 const SCRIPT = `
 local z, h, hist = KEYS[1], KEYS[2], KEYS[3]
 local user, version, remove = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local member, score, value, date, ttl = ARGV[4], ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8])
+local member, score, value, date, ttl, history = ARGV[4], ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9]
 local prevRank, prevValue = '', ''
 local cur = redis.call('HGET', h, user)
 if cur then
@@ -62,8 +62,11 @@ else
   rank = tostring(redis.call('ZRANK', z, member) + 1)
   newValue = value
 end
-local head = redis.call('LINDEX', hist, 0)
-if head and string.sub(head, 1, string.len(date) + 1) == date .. '|' then
+local head = false
+if history == '1' then head = redis.call('LINDEX', hist, 0) end
+if history ~= '1' then
+  -- an unranked index keeps no history
+elseif head and string.sub(head, 1, string.len(date) + 1) == date .. '|' then
   local parts = {}
   for p in string.gmatch(head .. '|', '([^|]*)|') do table.insert(parts, p) end
   redis.call('LSET', hist, 0, date .. '|' .. parts[2] .. '|' .. rank .. '|' .. parts[4] .. '|' .. newValue)
@@ -130,7 +133,7 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
         const remove = w.remove === true;
         const value = remove ? 0 : w.value;
         const reachedAt = remove ? new Date(0).toISOString() : w.reachedAt;
-        const reply = (await run([k.z, k.h, k.r(w.userId), w.userId, w.version, remove ? '1' : '0', memberOf(w.userId, reachedAt), String(-value || 0), String(value), w.date, ttl])) as string[];
+        const reply = (await run([k.z, k.h, k.r(w.userId), w.userId, w.version, remove ? '1' : '0', memberOf(w.userId, reachedAt), String(-value || 0), String(value), w.date, ttl, w.unranked ? '0' : '1'])) as string[];
         out.push({ index: w.index, userId: w.userId, previousRank: orNull(reply[0]), rank: orNull(reply[1]), previousValue: orNull(reply[2]), value: orNull(reply[3]) });
       }
       return out;

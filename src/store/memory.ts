@@ -120,6 +120,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
         value: after ? after.value : null,
       };
       ranks.push(change);
+      if (w.unranked) continue;
       const hk = JSON.stringify([w.index, w.userId]);
       let rows = history.get(hk);
       if (!rows) history.set(hk, (rows = []));

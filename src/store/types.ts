@@ -99,7 +99,8 @@ export interface Store {
    *   add to it); `remove: true` MUST delete it. Re-applying the same write MUST leave the index unchanged.
    * - MUST return, for each leaderboard write in order, the user's rank and value before and after it, and
    *   MUST keep one rank-history row per (index, user, date): the first write of a day sets its
-   *   `previousRank`/`previousValue`, every write of the day sets `rank`/`value`.
+   *   `previousRank`/`previousValue`, every write of the day sets `rank`/`value`. For an `unranked` write
+   *   it MAY return null ranks and skip the history row.
    * - MUST NOT retry; the engine decides about retries.
    * - MUST NOT keep references to the objects passed in.
    */
