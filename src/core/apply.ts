@@ -80,6 +80,11 @@ function finish(step: Step, metricKey: string | null, value: number, attributes:
  */
 export function applyEvent(cfg: LaurelConfig, prior: UserState | null, event: EventInput, ctx: CoreContext): ApplyResult {
   validateEvent(cfg, event);
+  return applyValidatedEvent(cfg, prior, event, ctx);
+}
+
+/** `applyEvent` for an event the caller has already validated with `validateEvent` (the engine does, once). */
+export function applyValidatedEvent(cfg: LaurelConfig, prior: UserState | null, event: EventInput, ctx: CoreContext): ApplyResult {
   const step = begin(cfg, prior, event.user, ctx);
   const metric = cfg.index.metrics.get(event.metricKey);
   const eventId = ctx.newId();

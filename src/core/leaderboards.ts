@@ -105,27 +105,24 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
   const out: Record<string, EventLeaderboard> = {};
   const streakChanged = (step.state.streak?.length ?? 0) !== step.streakLengthBefore;
   for (const board of step.cfg.leaderboards) {
-    let delta: string | null = null;
-    let absolute: string | null = null;
-    if (board.rankBy === 'metric') {
-      if (board.metricKey !== metricKey) continue;
-      delta = decimalOf(metricValue);
-    } else if (board.rankBy === 'points') {
-      const awards = step.awards.get(board.pointsSystemKey as string);
-      if (!awards || awards.length === 0) continue;
-      delta = '0';
-      // Points earned in a run are the awards dated inside it; those dated in an earlier run stay out.
-      const runStartDate = runOf(board, localDateOf(step.now, board.timeZone))?.start;
-      for (const a of awards) {
-        if (runStartDate && localDateOf(new Date(a.date), board.timeZone) >= runStartDate) delta = addDecimal(delta, decimalOf(a.awarded));
-      }
-    } else {
-      if (!streakChanged) continue;
-      absolute = String(step.state.streak?.length ?? 0);
-    }
+    const source = board.rankBy === 'metric' ? board.metricKey === metricKey : board.rankBy === 'points' ? (step.awards.get(board.pointsSystemKey as string)?.length ?? 0) > 0 : streakChanged;
+    if (!source) continue;
     const date = localDateOf(step.now, board.timeZone);
     const run = runOf(board, date);
     if (!run) continue;
+    let delta: string | null = null;
+    let absolute: string | null = null;
+    if (board.rankBy === 'metric') {
+      delta = decimalOf(metricValue);
+    } else if (board.rankBy === 'points') {
+      delta = '0';
+      // Points earned in a run are the awards dated inside it; those dated in an earlier run stay out.
+      for (const a of step.awards.get(board.pointsSystemKey as string) ?? []) {
+        if (localDateOf(new Date(a.date), board.timeZone) >= run.start) delta = addDecimal(delta, decimalOf(a.awarded));
+      }
+    } else {
+      absolute = String(step.state.streak?.length ?? 0);
+    }
     const group = groupOf(board, step.state.user.attributes);
     const prior = step.state.leaderboards[board.key];
     const sameRun = prior !== undefined && prior.run === run.start;

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { AchievementKeyOf, CompiledLeaderboard, LaurelConfig, LeaderboardKeyOf, MetricKeyOf, PointsKeyOf } from '../config/define.js';
 import { ConflictError, isLaurelErrorCode, NotFoundError, ValidationError } from '../errors.js';
 import { achievementProgress, achievementView, userAchievementView } from '../core/achievements.js';
-import { applyAccrue, applyCompletion, applyEvent, applyIdentify, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
+import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
 import { isValidLocalDate, localDateOf } from '../core/calendar.js';
 import {
   boardIndex,
@@ -261,7 +261,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
           const record = await store.getIdempotencyRecord(request.user.id, event.metricKey, event.idempotencyKey);
           if (record) return replayResponse(config, loaded.state, event.metricKey, record.eventId, event.idempotencyKey, context());
         }
-        const { state, response, effects } = applyEvent(config, loaded?.state ?? null, event, context());
+        const { state, response, effects } = applyValidatedEvent(config, loaded?.state ?? null, event, context());
         const result = await commit(request.user.id, loaded, state, effects);
         await fillRanks(response.leaderboards, state, result);
         return response;
@@ -280,7 +280,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         const record = await store.getIdempotencyRecord(request.user.id, event.metricKey, event.idempotencyKey);
         if (record) return replayResponse(config, loaded.state, event.metricKey, record.eventId, event.idempotencyKey, context());
       }
-      const { state, response } = applyEvent(config, loaded?.state ?? null, event, context());
+      const { state, response } = applyValidatedEvent(config, loaded?.state ?? null, event, context());
       for (const [key, entry] of Object.entries(response.leaderboards)) {
         const b = board(key);
         const index = boardIndex(key, entry.start, groupOf(b, state.user.attributes));
