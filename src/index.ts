@@ -19,7 +19,7 @@ export {
   isLaurelErrorCode,
 } from './errors.js';
 export { compareEntries } from './store/ordered-index.js';
-export { withRankIndex } from './store/rank-index.js';
+export { rebuildRankIndex, withRankIndex } from './store/rank-index.js';
 export { boardIndex, pointsTotalsIndex } from './core/leaderboards.js';
 export { addDecimal, compareDecimal, decimalOf } from './core/decimal.js';
 
@@ -87,4 +87,4 @@ export type {
 export type { Aggregation, SummaryOptions, SummaryRow } from './engine/summaries.js';
 export type { Store, Commit, CommitResult, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, VersionedState } from './store/types.js';
 export type { IndexEntry } from './store/ordered-index.js';
-export type { RankIndex, VersionedWrite, WithRankIndexOptions } from './store/rank-index.js';
+export type { RankIndex, RankIndexSource, VersionedWrite, WithRankIndexOptions } from './store/rank-index.js';

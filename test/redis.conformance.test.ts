@@ -3,7 +3,8 @@ import Redis from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../src/memory.js';
 import { createPostgresStore } from '../src/postgres.js';
-import { createRedisRankIndex, withRankIndex } from '../src/redis.js';
+import { createEngine, defineConfig } from '../src/index.js';
+import { createRedisRankIndex, rebuildRankIndex, withRankIndex } from '../src/redis.js';
 import { describeStoreConformance } from '../src/testing/index.js';
 import { REDIS_URL, uniq } from './servers.js';
 
@@ -57,5 +58,43 @@ describe.skipIf(!REDIS_URL)('Redis rank index specifics (needs LAUREL_REDIS_URL)
     await index.apply([{ index: 'pt|xp', userId: 'u', value: 1, reachedAt: '2026-01-01T00:00:00.000Z', date: '2026-01-01', version: 1 }]);
     expect(Number(await redis?.ttl(`${prefix}{lb|run}:z`))).toBeGreaterThan(0);
     expect(Number(await redis?.ttl(`${prefix}{pt|xp}:z`))).toBe(-1);
+  });
+});
+
+describe.skipIf(!REDIS_URL)('rebuilding the Redis index from Postgres (needs LAUREL_REDIS_URL)', () => {
+  const redis = REDIS_URL ? new Redis(REDIS_URL) : null;
+  const db = new PGlite();
+  afterAll(async () => {
+    await redis?.quit();
+    await db.close();
+  });
+
+  it('restores ranks after Redis lost its data, and keeps writes that are newer than the rebuild', async () => {
+    const pg = createPostgresStore({ client: db, schema: 'rebuild', ranks: 'none' });
+    await pg.migrate();
+    const prefix = `${uniq('rebuild')}:`;
+    const index = createRedisRankIndex({ redis: redis as Redis, prefix });
+    let failing = false;
+    const flaky: typeof index = { ...index, apply: (w) => (failing ? Promise.reject(new Error('redis down')) : index.apply(w)) };
+    const errors: unknown[] = [];
+    const store = withRankIndex(pg, flaky, { onError: (e) => errors.push(e) });
+    const config = defineConfig({ metrics: [{ key: 'm', name: 'M' }], leaderboards: [{ key: 'b', name: 'B', rankBy: 'metric', metricKey: 'm', start: '2020-01-01' }] });
+    const engine = createEngine({ config, store });
+    for (let i = 0; i < 30; i++) await engine.recordEvent('m', { user: { id: `u${i % 10}` }, value: 1 + (i % 7) });
+    failing = true;
+    const missed = await engine.recordEvent('m', { user: { id: 'u3' }, value: 100 });
+    expect(missed.leaderboards.b).toMatchObject({ rank: null });
+    expect(errors).toHaveLength(1);
+    failing = false;
+    const name = 'lb|b|2020-01-01|';
+    const truth = await pg.readRange(name, 0, 100);
+    expect((await store.readRange(name, 0, 100)).map((e) => e.userId)).not.toEqual(truth.map((e) => e.userId));
+    // Redis loses everything; the rebuild brings it back from Postgres.
+    const keys = await (redis as Redis).keys(`${prefix}*`);
+    if (keys.length) await (redis as Redis).del(...keys);
+    expect(await store.readRange(name, 0, 100)).toEqual([]);
+    expect(await rebuildRankIndex(pg, index, name, { batch: 3 })).toBe(10);
+    expect(await store.readRange(name, 0, 100)).toEqual(truth);
+    expect((await engine.getLeaderboard('b')).rankings[0]).toMatchObject({ userId: 'u3', rank: 1 });
   });
 });

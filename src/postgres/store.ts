@@ -46,8 +46,11 @@ export interface PostgresStoreOptions {
 export interface PostgresStore extends Store {
   /** Creates or upgrades the schema; safe to run from many processes at once and to run again. */
   migrate(): Promise<void>;
-  /** Every entry of one index in rank order (for rebuilding an external rank index). */
-  scanEntries(index: string, afterRank: number, limit: number): Promise<RankedEntry[]>;
+  /**
+   * One page of an index in rank order with each user's committed version: the source for rebuilding an
+   * external rank index (`rebuildRankIndex`). A maintenance read: O(offset + limit).
+   */
+  scanEntries(index: string, offset: number, limit: number): Promise<(RankedEntry & { version: number })[]>;
 }
 
 const SERIALIZATION_CODES = new Set(['40001', '40P01']);
@@ -277,8 +280,14 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       return r.rows.map((row, i) => toEntry(row, from + i + 1));
     },
 
-    async scanEntries(index, afterRank, limit) {
-      return this.readRange(index, afterRank, limit);
+    async scanEntries(index, offset, limit) {
+      const from = Math.max(0, offset);
+      const r = await client.query(
+        `SELECT e.user_id, e.value, e.reached_at, u.version FROM ${t('entries')} e JOIN ${t('users')} u ON u.user_id = e.user_id
+         WHERE e.idx = $1 ORDER BY e.neg_value, e.reached_at, e.user_id OFFSET $2 LIMIT $3`,
+        [index, from, limit],
+      );
+      return r.rows.map((row, i) => ({ ...toEntry(row, from + i + 1), version: num(row.version) }));
     },
 
     async countEntries(index, range) {

@@ -59,3 +59,27 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
     readRankHistory: (index, userId, limit) => rankIndex.readRankHistory(index, userId, limit),
   };
 }
+
+/** A store that can list an index's entries with the committed version of each user (the Postgres store can). */
+export interface RankIndexSource {
+  scanEntries(index: string, offset: number, limit: number): Promise<(RankedEntry & { version: number })[]>;
+}
+
+/**
+ * Rebuilds one index of a rank index from the store's authoritative entries, e.g. after Redis lost its data
+ * or missed writes while it was down. Writes carry each user's committed version, so anything newer that
+ * reached the index meanwhile is kept. Rank history is not rewritten. Returns the number of entries copied.
+ * Cost: O(n) in the index's size: a maintenance operation, not a per-request one.
+ */
+export async function rebuildRankIndex(source: RankIndexSource, rankIndex: RankIndex, index: string, options: { batch?: number } = {}): Promise<number> {
+  const batch = options.batch ?? 1000;
+  let copied = 0;
+  for (let offset = 0; ; offset += batch) {
+    const page = await source.scanEntries(index, offset, batch);
+    if (page.length === 0) break;
+    await rankIndex.apply(page.map((e) => ({ index, userId: e.userId, value: e.value, reachedAt: e.reachedAt, date: e.reachedAt.slice(0, 10), version: e.version, unranked: true })));
+    copied += page.length;
+    if (page.length < batch) break;
+  }
+  return copied;
+}
