@@ -161,6 +161,19 @@ describe('entries, ranks and limits', () => {
     expect(r.leaderboards.streaks).toMatchObject({ rank: 1, value: 2, previousRank: 2 });
   });
 
+  it('streak boards drop a lapsed streak when read, without waiting for that user\'s next call', async () => {
+    const t = setup(config);
+    await t.engine.recordEvent('lessons', { user: { id: 'lapses' }, value: 1 });
+    t.advance(DAY);
+    await t.engine.recordEvent('lessons', { user: { id: 'lapses' }, value: 1 });
+    await t.engine.recordEvent('lessons', { user: { id: 'keeps' }, value: 1 });
+    expect((await t.engine.getLeaderboard('streaks')).rankings.map((r) => [r.userId, r.value])).toEqual([['lapses', 2], ['keeps', 1]]);
+    t.advance(2 * DAY); // 'lapses' misses a whole day; 'keeps' acts today
+    await t.engine.recordEvent('lessons', { user: { id: 'keeps' }, value: 1 });
+    expect((await t.engine.getLeaderboard('streaks')).rankings.map((r) => [r.userId, r.rank, r.value])).toEqual([['keeps', 1, 1]]);
+    expect((await t.engine.getUserLeaderboard('lapses', 'streaks')).rank).toBeNull();
+  });
+
   it('getUserLeaderboard gives rank, value and one history row per day', async () => {
     const t = setup(config);
     await t.engine.recordEvent('lessons', { user: { id: 'a' }, value: 10 });

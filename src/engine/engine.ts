@@ -521,28 +521,45 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         if (!opts.userAttributes && b.breakdownAttributes.length > 0) attributes = (await store.loadUser(opts.userId))?.state.user.attributes ?? {};
       }
       const index = boardIndex(b.key, run.start, groupOf(b, attributes));
-      const base = { ...leaderboardView(b), status: runStatus(b, run, today), run, threshold: await thresholdOf(b, index) };
-      if (opts.userId !== undefined) {
-        const entry = await store.getEntry(index, opts.userId);
-        if (!entry || entry.rank > b.maxParticipants) return { ...base, rankings: [] };
-        start = entry.rank - 1 + offset;
+      // Streak boards hold lengths set at each user's last call; a streak that lapsed since is brought up to
+      // date (the user's lazy maintenance is committed, as their next call would) and the page read again.
+      for (let pass = 0; ; pass++) {
+        const page = await readPage();
+        if (b.rankBy !== 'streak' || pass >= 5) return page.result;
+        const ctx = context();
+        const lapsed = page.states.filter((l, i) => l && (viewState(config, l.state, ctx).state.streak?.length ?? 0) !== page.result.rankings[i]?.value);
+        if (lapsed.length === 0) return page.result;
+        for (const l of lapsed) await engine.accrue((l as VersionedState).state.user.id);
       }
-      const from = Math.max(0, start);
-      const to = Math.min(b.maxParticipants, start + limit);
-      if (to <= from) return { ...base, rankings: [] };
-      const entries = await store.readRange(index, from, to - from);
-      const names = await store.loadUsers(entries.map((e) => e.userId));
-      return {
-        ...base,
-        rankings: entries.map((e, i) => ({ userId: e.userId, userName: names[i]?.state.user.name ?? null, rank: e.rank, value: e.value })),
-      };
+
+      async function readPage(): Promise<{ result: LeaderboardRankings; states: (VersionedState | null)[] }> {
+        const base = { ...leaderboardView(b), status: runStatus(b, run, today), run, threshold: await thresholdOf(b, index) };
+        if (opts.userId !== undefined) {
+          const entry = await store.getEntry(index, opts.userId);
+          if (!entry || entry.rank > b.maxParticipants) return { result: { ...base, rankings: [] }, states: [] };
+          start = entry.rank - 1 + offset;
+        }
+        const from = Math.max(0, start);
+        const to = Math.min(b.maxParticipants, start + limit);
+        if (to <= from) return { result: { ...base, rankings: [] }, states: [] };
+        const entries = await store.readRange(index, from, to - from);
+        const states = await store.loadUsers(entries.map((e) => e.userId));
+        return {
+          result: { ...base, rankings: entries.map((e, i) => ({ userId: e.userId, userName: states[i]?.state.user.name ?? null, rank: e.rank, value: e.value })) },
+          states,
+        };
+      }
     },
 
     /** A user's rank, value and daily rank history (latest `numEvents` days, 0..100, default 10) in a board run. */
     async getUserLeaderboard(userId: string, key: LeaderboardKeyOf<C>, opts: { run?: string; numEvents?: number } = {}): Promise<UserLeaderboard> {
       const b = board(key as string);
       const numEvents = intIn(opts.numEvents, 'numEvents', 0, 100, 10);
-      const { state } = await loadOrThrow(userId);
+      let { state } = await loadOrThrow(userId);
+      if (b.rankBy === 'streak' && (viewState(config, state, context()).state.streak?.length ?? 0) !== (state.streak?.length ?? 0)) {
+        await engine.accrue(userId);
+        state = (await loadOrThrow(userId)).state;
+      }
       const run = resolveRun(b, opts.run, localDateOf(clock(), b.timeZone));
       const index = boardIndex(b.key, run.start, groupOf(b, state.user.attributes));
       const entry = await store.getEntry(index, userId);
