@@ -131,27 +131,43 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
 
   async function applyCommit(q: Queryable, c: Commit): Promise<CommitResult> {
     const version = c.expectedVersion + 1;
-    const state = JSON.stringify(c.state);
-    const written =
+    // The state, the idempotency record and the ledger rows go in one statement (data-modifying CTEs): the
+    // inserts run only when the versioned write matched, and the counts say which part lost a race.
+    const params: unknown[] = [c.userId, JSON.stringify(c.state)];
+    const userWrite =
       c.expectedVersion === 0
-        ? await q.query(`INSERT INTO ${t('users')} (user_id, version, state) VALUES ($1, 1, $2::jsonb) ON CONFLICT (user_id) DO NOTHING`, [c.userId, state])
-        : await q.query(`UPDATE ${t('users')} SET version = version + 1, state = $2::jsonb WHERE user_id = $1 AND version = $3`, [c.userId, state, c.expectedVersion]);
-    if (affected(written) !== 1) throw new ConflictError(`Version conflict for user ${JSON.stringify(c.userId)}: expected version ${c.expectedVersion}.`);
+        ? `INSERT INTO ${t('users')} (user_id, version, state) VALUES ($1, 1, $2::jsonb) ON CONFLICT (user_id) DO NOTHING RETURNING 1`
+        : `UPDATE ${t('users')} SET version = version + 1, state = $2::jsonb WHERE user_id = $1 AND version = $${params.push(c.expectedVersion)} RETURNING 1`;
+    const parts = [`u AS (${userWrite})`];
     if (c.idempotency) {
       const i = c.idempotency;
-      const r = await q.query(`INSERT INTO ${t('idempotency')} (user_id, metric_key, key, event_id, at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, [i.userId, i.metricKey, i.key, i.eventId, i.at]);
-      if (affected(r) !== 1) throw new ConflictError(`Idempotency key ${JSON.stringify(i.key)} was already used for this user and metric.`);
+      const b = params.push(i.metricKey, i.key, i.eventId, i.at) - 4;
+      parts.push(`i AS (INSERT INTO ${t('idempotency')} (user_id, metric_key, key, event_id, at) SELECT $1, $${b + 1}, $${b + 2}, $${b + 3}, $${b + 4} WHERE EXISTS (SELECT 1 FROM u) ON CONFLICT DO NOTHING RETURNING 1)`);
     }
     if (c.ledger.length > 0) {
-      const values: string[] = [];
-      const params: unknown[] = [];
-      for (const row of c.ledger) {
-        const b = params.length;
-        values.push(`($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8}::jsonb)`);
-        params.push(row.id, row.userId, row.kind, row.key, row.at, row.delta, row.total, JSON.stringify(row.data));
-      }
-      await q.query(`INSERT INTO ${t('ledger')} (id, user_id, kind, key, at, delta, total, data) VALUES ${values.join(', ')}`, params);
+      const cols = (f: (r: LedgerRow) => unknown) => params.push(c.ledger.map(f));
+      const [id, user, kind, key, at, delta, total, data] = [
+        cols((r) => r.id),
+        cols((r) => r.userId),
+        cols((r) => r.kind),
+        cols((r) => r.key),
+        cols((r) => r.at),
+        cols((r) => r.delta),
+        cols((r) => r.total),
+        cols((r) => JSON.stringify(r.data)),
+      ];
+      parts.push(
+        `l AS (INSERT INTO ${t('ledger')} (id, user_id, kind, key, at, delta, total, data)
+         SELECT r.id, r.user_id, r.kind, r.key, r.at, r.delta, r.total, r.data::jsonb
+         FROM unnest($${id}::text[], $${user}::text[], $${kind}::text[], $${key}::text[], $${at}::text[], $${delta}::float8[], $${total}::float8[], $${data}::text[]) WITH ORDINALITY AS r(id, user_id, kind, key, at, delta, total, data, n)
+         WHERE EXISTS (SELECT 1 FROM u) ORDER BY r.n)`,
+      );
     }
+    const counts = (
+      await q.query(`WITH ${parts.join(', ')} SELECT (SELECT count(*) FROM u) AS u${c.idempotency ? ', (SELECT count(*) FROM i) AS i' : ''}`, params)
+    ).rows[0] as { u: unknown; i?: unknown };
+    if (num(counts.u) !== 1) throw new ConflictError(`Version conflict for user ${JSON.stringify(c.userId)}: expected version ${c.expectedVersion}.`);
+    if (c.idempotency && num(counts.i) !== 1) throw new ConflictError(`Idempotency key ${JSON.stringify(c.idempotency.key)} was already used for this user and metric.`);
     // Counter rows are locked in name order so that concurrent commits never deadlock on them.
     for (const name of Object.keys(c.counters).sort()) {
       await q.query(`INSERT INTO ${t('counters')} (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = ${t('counters')}.value + EXCLUDED.value`, [name, c.counters[name]]);
