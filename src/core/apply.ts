@@ -219,9 +219,9 @@ export function applyCompletion(cfg: LaurelConfig, prior: UserState | null, achi
  * The user's state as of `now` without committing anything: streak maintenance and time grants applied
  * lazily, exactly as the next write would materialise them.
  */
-export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: Map<string, Award[]> } {
+export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: Map<string, Award[]>; effects: Effects } {
   const step = begin(cfg, state, null, ctx);
-  return { state: step.state, today: step.today, tz: step.tz, awards: step.awards };
+  return { state: step.state, today: step.today, tz: step.tz, awards: step.awards, effects: step.effects };
 }
 
 export { levelFor, pointsState };

@@ -11,10 +11,14 @@ import type { Award, BoostView, EventPoints, LevelView, PointsState, PointsSyste
 
 const HOUR_MS = 3_600_000;
 
+/** A points system's state before any award. */
+export const emptyPointsState = (): PointsState => ({ total: 0, metric: {}, time: {} });
+
+/** The user's state in a system, created empty for a system configured after the user was created. */
 export function pointsState(state: UserState, key: string): PointsState {
   let ps = state.points[key];
   if (!ps) {
-    ps = { total: 0, metric: {}, time: {} };
+    ps = emptyPointsState();
     state.points[key] = ps;
   }
   return ps;

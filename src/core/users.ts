@@ -4,6 +4,7 @@
 import type { LaurelConfig } from '../config/define.js';
 import { InvalidAttributeKeysError, NotFoundError, ValidationError } from '../errors.js';
 import { isValidTimeZone } from './calendar.js';
+import { emptyPointsState } from './points.js';
 import { emptyStreak } from './streaks.js';
 import type { EventInput, UserInput, UserRecord, UserState } from './types.js';
 
@@ -82,7 +83,7 @@ export function newUserState(cfg: LaurelConfig, input: UserInput, nowIso: string
     achievementProgress: {},
     achievements: {},
     streak: cfg.streak ? emptyStreak(cfg.streak) : null,
-    points: Object.fromEntries(cfg.pointsSystems.map((ps) => [ps.key, { total: 0, metric: {}, time: {} }])),
+    points: Object.fromEntries(cfg.pointsSystems.map((ps) => [ps.key, emptyPointsState()])),
     leaderboards: {},
   };
 }

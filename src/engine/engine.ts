@@ -380,7 +380,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const periods = intIn(opts.historyPeriods, 'historyPeriods', 1, 365, 7);
       const { state } = await loadOrThrow(userId);
       const ctx = context();
-      const view = viewStateWithEffects(state, ctx);
+      const view = viewState(config, state, ctx);
       const from = historyWindowStart(config, view.today, periods, view.tz).toISOString();
       const stored = config.streak ? await store.readLedger({ userId, kind: 'streak', key: 'streak', from, order: 'asc' }) : [];
       const rows = [...stored, ...view.effects.ledger.filter((r) => r.kind === 'streak')].map((r) => r.data as StreakPeriodRow);
@@ -573,13 +573,6 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       };
     },
   };
-
-  function viewStateWithEffects(state: UserState, ctx: CoreContext) {
-    // A read-only accrual: the effects are looked at (frozen periods), never committed.
-    const { state: next, effects } = applyAccrue(config, state, ctx);
-    const tz = next.user.tz ?? config.timeZone;
-    return { state: next, effects, tz, today: localDateOf(ctx.now, tz) };
-  }
 
   function metricResponse(metricKey: string, state: UserState): MetricResponse {
     const metric = metricKeyOrThrow(metricKey);

@@ -56,7 +56,6 @@ export interface PostgresStore extends Store {
 const SERIALIZATION_CODES = new Set(['40001', '40P01']);
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 const nullableNum = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
-const affected = (r: QueryResult) => r.rowCount ?? r.affectedRows ?? 0;
 
 /**
  * Creates a PostgreSQL store. Call `migrate()` once before use.

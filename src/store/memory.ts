@@ -19,8 +19,6 @@ interface Board {
   entries: Map<string, IndexEntry>;
 }
 
-const copy = <T>(value: T): T => structuredClone(value);
-
 // Ledger rows are append-only and never change once stored, so the store keeps one frozen copy and hands
 // out that copy: callers cannot mutate it, and range reads cost no cloning.
 const freeze = <T>(value: T): T => {

@@ -265,11 +265,9 @@ async function storage() {
       await createPostgresStore({ client: pool, schema }).migrate();
       await pool.end();
     }
-    const t0 = performance.now();
     const outs = await Promise.all(
       Array.from({ length: processes }, (_, w) => run(process.execPath, ['--import', 'tsx', 'test/workers/record.ts', String(w), schema, redisPrefix ?? '-', String(processes)], { env: { ...process.env, LAUREL_PG_URL: url }, maxBuffer: 1 << 24 })),
     );
-    const seconds = (performance.now() - t0) / 1000;
     const reports = outs.map((o) => JSON.parse(o.stdout.trim().split('\n').pop() as string) as { applied: number; replayed: number; p50: number; p99: number; seconds: number });
     const calls = reports.reduce((s, r) => s + r.applied + r.replayed, 0);
     const p50 = median(reports.map((r) => r.p50));
