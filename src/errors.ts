@@ -11,7 +11,8 @@ export type LaurelErrorCode =
   | 'CONFLICT'
   | 'INSUFFICIENT_POINTS'
   | 'CONFIG'
-  | 'UNAUTHORIZED';
+  | 'UNAUTHORIZED'
+  | 'STORAGE_UNAVAILABLE';
 
 // A registered symbol, so the brand survives when both the ESM and the CJS build are loaded.
 const BRAND = Symbol.for('laurel.error');
@@ -120,6 +121,24 @@ export class ConfigError extends LaurelError {
       `Invalid Laurel configuration:\n${issues.map((i) => `  - ${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`).join('\n')}`,
     );
     this.issues = issues;
+  }
+}
+
+/**
+ * The store (or the rank index) could not be reached or failed: a dropped connection, a server that is
+ * down or restarting, a timeout. `cause` keeps the driver's error. The call that reports it committed
+ * nothing (see `committed` for the one case where that cannot be known); retrying it later is safe, and with
+ * an idempotency key it is safe even then.
+ */
+export class StorageUnavailableError extends LaurelError {
+  /**
+   * `false`: nothing was committed. `'unknown'`: the connection broke while the database was committing and
+   * its outcome could not be read back in time (retry with the same idempotency key to settle it).
+   */
+  readonly committed: false | 'unknown';
+  constructor(message: string, options?: { cause?: unknown; committed?: false | 'unknown' }) {
+    super('STORAGE_UNAVAILABLE', 503, message, options);
+    this.committed = options?.committed ?? false;
   }
 }
 

@@ -15,6 +15,7 @@ export {
   InsufficientPointsError,
   ConfigError,
   UnauthorizedError,
+  StorageUnavailableError,
   isLaurelError,
   isLaurelErrorCode,
 } from './errors.js';
