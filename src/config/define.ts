@@ -161,7 +161,10 @@ export interface LaurelConfig<K extends ConfigKeys = ConfigKeys> {
     /** Metric achievements by metric key, in configuration order. */
     readonly achievementsByMetric: ReadonlyMap<string, readonly CompiledAchievement[]>;
     readonly streakAchievements: readonly CompiledAchievement[];
+    /** Composite achievements, every prerequisite before the composites that need it (one pass settles all). */
     readonly compositeAchievements: readonly CompiledAchievement[];
+    /** Metric achievements limited by `userAttributes`: a change of attributes alone can unlock them. */
+    readonly gatedMetricAchievements: readonly CompiledAchievement[];
     /** Leaderboards by what feeds them: `metric:<key>`, `points:<key>`, `streak`. */
     readonly leaderboardsBySource: ReadonlyMap<string, readonly CompiledLeaderboard[]>;
   };
@@ -193,6 +196,36 @@ function groupBy<T>(items: readonly T[], keyOf: (item: T) => string | undefined)
     else map.set(key, [item]);
   }
   return map;
+}
+
+/**
+ * Composite achievements ordered so that each comes after every composite it requires (a post-order of an
+ * iterative depth-first search: linear in the achievements and their prerequisites, no recursion).
+ * The schema has already rejected cycles.
+ */
+function dependencyOrder(composites: readonly CompiledAchievement[], byKey: ReadonlyMap<string, CompiledAchievement>): CompiledAchievement[] {
+  const out: CompiledAchievement[] = [];
+  const seen = new Set<string>();
+  for (const root of composites) {
+    if (seen.has(root.key)) continue;
+    seen.add(root.key);
+    const stack: { a: CompiledAchievement; i: number }[] = [{ a: root, i: 0 }];
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1] as { a: CompiledAchievement; i: number };
+      const keys = top.a.trigger === 'achievement' ? top.a.achievementKeys : [];
+      if (top.i >= keys.length) {
+        out.push(top.a);
+        stack.pop();
+        continue;
+      }
+      const next = byKey.get(keys[top.i++] as string);
+      if (next && next.trigger === 'achievement' && !seen.has(next.key)) {
+        seen.add(next.key);
+        stack.push({ a: next, i: 0 });
+      }
+    }
+  }
+  return out;
 }
 
 /**
@@ -329,7 +362,8 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
       leaderboards: new Map(leaderboards.map((l) => [l.key, l])),
       achievementsByMetric: groupBy(achievements, (a) => (a.trigger === 'metric' ? a.metricKey : undefined)),
       streakAchievements: achievements.filter((a) => a.trigger === 'streak'),
-      compositeAchievements: achievements.filter((a) => a.trigger === 'achievement'),
+      compositeAchievements: dependencyOrder(achievements.filter((a) => a.trigger === 'achievement'), achievementsByKey),
+      gatedMetricAchievements: achievements.filter((a) => a.trigger === 'metric' && Object.keys(a.userAttributes).length > 0),
       leaderboardsBySource: groupBy(leaderboards, (l) =>
         l.rankBy === 'metric' ? `metric:${l.metricKey}` : l.rankBy === 'points' ? `points:${l.pointsSystemKey}` : 'streak',
       ),

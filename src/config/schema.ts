@@ -186,21 +186,37 @@ export const configSchema = z
         });
       }
     });
-    // Prerequisite cycles among composite achievements (depth-first search with colours).
+    // Prerequisite cycles among composite achievements: an iterative depth-first search with colours (a
+    // chain of any length, 12 000 deep included, costs linear time and no call stack).
     const requires = new Map(cfg.achievements.map((a) => [a.key, a.trigger === 'achievement' ? a.achievementKeys : []]));
+    const position = new Map(cfg.achievements.map((a, i) => [a.key, i]));
     const colour = new Map<string, 1 | 2>();
-    const visit = (key: string, trail: string[]): void => {
-      if (colour.get(key) === 2) return;
-      if (colour.get(key) === 1) {
-        const cycle = [...trail.slice(trail.indexOf(key)), key];
-        if (cycle.length > 2) issue(['achievements', cfg.achievements.findIndex((a) => a.key === key), 'achievementKeys'], `prerequisite cycle: ${cycle.join(' -> ')}`);
-        return;
+    for (const root of cfg.achievements) {
+      if (colour.has(root.key)) continue;
+      const trail: string[] = [root.key];
+      const cursor: number[] = [0];
+      colour.set(root.key, 1);
+      while (trail.length > 0) {
+        const key = trail[trail.length - 1] as string;
+        const next = (requires.get(key) ?? [])[cursor[cursor.length - 1] as number];
+        if (next === undefined) {
+          colour.set(key, 2);
+          trail.pop();
+          cursor.pop();
+          continue;
+        }
+        cursor[cursor.length - 1] = (cursor[cursor.length - 1] as number) + 1;
+        if (!requires.has(next) || colour.get(next) === 2) continue;
+        if (colour.get(next) === 1) {
+          const cycle = [...trail.slice(trail.indexOf(next)), next];
+          if (cycle.length > 2) issue(['achievements', position.get(next) as number, 'achievementKeys'], `prerequisite cycle: ${cycle.length > 12 ? [...cycle.slice(0, 5), '...', ...cycle.slice(-5)].join(' -> ') : cycle.join(' -> ')}`);
+          continue;
+        }
+        colour.set(next, 1);
+        trail.push(next);
+        cursor.push(0);
       }
-      colour.set(key, 1);
-      for (const next of requires.get(key) ?? []) if (requires.has(next)) visit(next, [...trail, key]);
-      colour.set(key, 2);
-    };
-    for (const a of cfg.achievements) visit(a.key, []);
+    }
 
     if (cfg.streak?.metrics) cfg.streak.metrics.forEach((m, i) => checkMetric(m.key, ['streak', 'metrics', i, 'key']));
     if (cfg.streak?.freezes && cfg.streak.freezes.initial > cfg.streak.freezes.max) issue(['streak', 'freezes', 'initial'], 'must not exceed max');

@@ -4,7 +4,7 @@
  */
 import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
 import { addDecimal, compareDecimal, decimalOf } from './decimal.js';
-import { matchesFilter, type Step } from './step.js';
+import { matchesFilter, own, type Step } from './step.js';
 import type { AchievementView, AttributePair, UserAchievement, UserState } from './types.js';
 
 const pairs = (filter: Readonly<Record<string, string>> | undefined): AttributePair[] =>
@@ -35,22 +35,22 @@ export function achievementView(a: CompiledAchievement): AchievementView {
 }
 
 export function userAchievementView(a: CompiledAchievement, state: UserState | null): UserAchievement {
-  return { ...achievementView(a), achievedAt: state?.achievements[a.key]?.achievedAt ?? null };
+  return { ...achievementView(a), achievedAt: own(state?.achievements, a.key)?.achievedAt ?? null };
 }
 
 /** Current progress toward an achievement, as `{ current, target }`. */
 export function achievementProgress(cfg: LaurelConfig, a: CompiledAchievement, state: UserState | null): { current: number; target: number } {
   switch (a.trigger) {
     case 'metric': {
-      const value = a.eventAttributes ? state?.achievementProgress[a.key] : state?.metrics[a.metricKey];
+      const value = a.eventAttributes ? own(state?.achievementProgress, a.key) : own(state?.metrics, a.metricKey);
       return { current: Number(value ?? 0), target: a.metricValue };
     }
     case 'streak':
       return { current: state?.streak?.length ?? 0, target: a.streakLength };
     case 'api':
-      return { current: state?.achievements[a.key] ? 1 : 0, target: 1 };
+      return { current: own(state?.achievements, a.key) ? 1 : 0, target: 1 };
     case 'achievement':
-      return { current: a.achievementKeys.filter((k) => state?.achievements[k]).length, target: a.achievementKeys.length };
+      return { current: a.achievementKeys.filter((k) => own(state?.achievements, k)).length, target: a.achievementKeys.length };
   }
   return { current: 0, target: 0 };
 }
@@ -81,22 +81,26 @@ export function recordAchievementProgress(step: Step, metricKey: string, value: 
   }
 }
 
-/** Unlocks streak achievements the current length reaches, then composites whose prerequisites are all met. */
+/**
+ * Unlocks every achievement the user now qualifies for that the call's own metric progress did not already
+ * settle: metric achievements limited by user attributes (the user may just have gained the attribute),
+ * streak achievements the current length reaches, then composites whose prerequisites are all met. Every
+ * call that can change the answer (events, identify and update, completions, accrue) runs it.
+ */
 export function settleAchievements(step: Step): void {
-  const length = step.state.streak?.length ?? 0;
+  const state = step.state;
+  for (const a of step.cfg.index.gatedMetricAchievements) {
+    if (a.trigger !== 'metric' || !available(step, a)) continue;
+    const progress = (a.eventAttributes ? state.achievementProgress[a.key] : state.metrics[a.metricKey]) ?? '0';
+    if (compareDecimal(progress, a.metricValue) >= 0) unlock(step, a);
+  }
+  const length = state.streak?.length ?? 0;
   for (const a of step.cfg.index.streakAchievements) {
     if (a.trigger === 'streak' && available(step, a) && length >= a.streakLength) unlock(step, a);
   }
-  // Composites can depend on composites: repeat until nothing new unlocks (the graph is acyclic).
-  let changed = true;
-  while (changed) {
-    changed = false;
-    for (const a of step.cfg.index.compositeAchievements) {
-      if (a.trigger === 'achievement' && available(step, a) && a.achievementKeys.every((k) => step.state.achievements[k])) {
-        unlock(step, a);
-        changed = true;
-      }
-    }
+  // Composites come in dependency order, so one pass settles chains of any length in linear time.
+  for (const a of step.cfg.index.compositeAchievements) {
+    if (a.trigger === 'achievement' && available(step, a) && a.achievementKeys.every((k) => state.achievements[k])) unlock(step, a);
   }
 }
 

@@ -4,9 +4,9 @@
  * read the clock or a random source (time and ids come in the context) and never mutate their inputs.
  */
 import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
-import { ValidationError } from '../errors.js';
+import { NotFoundError, ValidationError } from '../errors.js';
 import { completeApiAchievement, recordAchievementProgress, settleAchievements, unlockedViews, userAchievementView } from './achievements.js';
-import { addDecimal, decimalOf } from './decimal.js';
+import { addDecimal, decimalOf, isExactDecimal, MAX_EXACT } from './decimal.js';
 import { updateLeaderboards } from './leaderboards.js';
 import {
   accrueTimeGrants,
@@ -18,7 +18,7 @@ import {
   levelFor,
   pointsState,
 } from './points.js';
-import { cloneState, createStep, refreshZone, type Step } from './step.js';
+import { cloneState, createStep, own, record, refreshZone, type Step } from './step.js';
 import { advanceStreak, eventStreak, recordStreakProgress, streakView } from './streaks.js';
 import type {
   ApplyResult,
@@ -34,9 +34,37 @@ import type {
 } from './types.js';
 import { mergeUser, newUserState, validateEvent, validateUserInput } from './users.js';
 
+const MIN_INSTANT = Date.parse('1900-01-02T00:00:00.000Z');
+const MAX_INSTANT = Date.parse('9999-12-30T00:00:00.000Z');
+
+/** Validates an instant: a valid Date whose local date in every zone lies in the supported date range. */
+export function checkInstant(value: unknown, path: (string | number)[]): asserts value is Date {
+  const ms = value instanceof Date ? value.getTime() : NaN;
+  if (Number.isNaN(ms)) throw new ValidationError(`${path.join('.')} must be a valid Date (got ${String(value)})`, [{ path, message: 'must be a valid Date' }]);
+  if (ms < MIN_INSTANT || ms > MAX_INSTANT) {
+    throw new ValidationError(`${path.join('.')} must be between ${new Date(MIN_INSTANT).toISOString()} and ${new Date(MAX_INSTANT).toISOString()} (got ${(value as Date).toISOString()})`, [{ path, message: 'out of the supported range' }]);
+  }
+}
+
+/**
+ * Checks what every pure call receives besides its input: a compiled configuration and a context whose `now`
+ * is a valid date in the supported range and whose `newId` is a function. Throws ValidationError otherwise.
+ */
+export function checkCall(cfg: LaurelConfig, ctx: CoreContext): void {
+  if (typeof cfg !== 'object' || cfg === null || typeof cfg.index !== 'object' || !(cfg.index?.metrics instanceof Map)) {
+    throw new ValidationError('config must be a configuration compiled by defineConfig', [{ path: ['config'], message: 'must come from defineConfig' }]);
+  }
+  if (typeof ctx !== 'object' || ctx === null) throw new ValidationError('context must be an object { now, newId }', [{ path: ['context'], message: 'must be an object' }]);
+  checkInstant(ctx.now, ['context', 'now']);
+  if (typeof ctx.newId !== 'function') throw new ValidationError('context.newId must be a function returning ids', [{ path: ['context', 'newId'], message: 'must be a function' }]);
+}
+
 /** Starts a call: copies or creates the user's state, applies the upsert, and brings lazy parts up to now. */
-function begin(cfg: LaurelConfig, prior: UserState | null, user: UserInput | null, ctx: CoreContext): Step {
-  if (prior && user && prior.user.id !== user.id) throw new ValidationError(`state belongs to user ${JSON.stringify(prior.user.id)}, not ${JSON.stringify(user.id)}`);
+function begin(cfg: LaurelConfig, priorInput: UserState | null | undefined, user: UserInput | null, ctx: CoreContext): Step {
+  checkCall(cfg, ctx);
+  // A prior state read from a Map or a store that has no entry is `undefined`: a new user, like null.
+  const prior = priorInput ?? null;
+  if (prior && user && prior.user?.id !== user.id) throw new ValidationError(`state belongs to user ${JSON.stringify(prior.user?.id)}, not ${JSON.stringify(user.id)}`);
   const nowIso = ctx.now.toISOString();
   const created = prior === null;
   if (created && !user) throw new ValidationError('a new user needs a user input');
@@ -78,17 +106,19 @@ function finish(step: Step, metricKey: string | null, value: number, attributes:
  *   { now: new Date('2026-01-05T10:00:00Z'), newId: () => crypto.randomUUID() });
  * ```
  */
-export function applyEvent(cfg: LaurelConfig, prior: UserState | null, event: EventInput, ctx: CoreContext): ApplyResult {
+export function applyEvent(cfg: LaurelConfig, prior: UserState | null | undefined, event: EventInput, ctx: CoreContext): ApplyResult {
+  checkCall(cfg, ctx);
   validateEvent(cfg, event);
   return applyValidatedEvent(cfg, prior, event, ctx);
 }
 
 /** `applyEvent` for an event the caller has already validated with `validateEvent` (the engine does, once). */
-export function applyValidatedEvent(cfg: LaurelConfig, prior: UserState | null, event: EventInput, ctx: CoreContext): ApplyResult {
+export function applyValidatedEvent(cfg: LaurelConfig, prior: UserState | null | undefined, event: EventInput, ctx: CoreContext): ApplyResult {
   const step = begin(cfg, prior, event.user, ctx);
   const metric = cfg.index.metrics.get(event.metricKey);
   const eventId = ctx.newId();
   const total = addDecimal(step.state.metrics[event.metricKey] ?? '0', decimalOf(event.value));
+  if (!isExactDecimal(total)) throw new ValidationError(`value: the total of "${event.metricKey}" would become ${total}, which is not exactly representable (|total| <= ${MAX_EXACT}, and a JS number must carry it exactly)`, [{ path: ['value'], message: 'the total would not be exactly representable' }]);
   step.state.metrics[event.metricKey] = total;
   step.effects.ledger.push({
     id: eventId,
@@ -128,14 +158,15 @@ export function applyValidatedEvent(cfg: LaurelConfig, prior: UserState | null, 
  */
 export function replayResponse(cfg: LaurelConfig, state: UserState, metricKey: string, eventId: string, idempotencyKey: string, ctx: CoreContext): EventResponse {
   const view = viewState(cfg, state, ctx);
+  if (typeof metricKey !== 'string' || !cfg.index.metrics.has(metricKey)) throw new NotFoundError('metric', String(metricKey));
   return {
     metricId: cfg.index.metrics.get(metricKey)?.id as string,
     eventId,
-    total: Number(view.state.metrics[metricKey] ?? 0),
+    total: Number(own(view.state.metrics, metricKey) ?? 0),
     achievements: [],
     currentStreak: { ...streakView(cfg, view.state, view.today), extended: false },
-    points: {},
-    leaderboards: {},
+    points: record(),
+    leaderboards: record(),
     idempotencyKey,
     idempotentReplayed: true,
   };
@@ -152,7 +183,8 @@ export interface StepResult<R> {
  * Creates or updates a user (identify, upsert). Time grants and streak maintenance due by `now` are
  * materialised; a new user gets their `user_creation` awards.
  */
-export function applyIdentify(cfg: LaurelConfig, prior: UserState | null, user: UserInput, ctx: CoreContext): StepResult<{ points: Record<string, EventPoints> }> {
+export function applyIdentify(cfg: LaurelConfig, prior: UserState | null | undefined, user: UserInput, ctx: CoreContext): StepResult<{ points: Record<string, EventPoints> }> {
+  checkCall(cfg, ctx);
   validateUserInput(cfg, user);
   const step = begin(cfg, prior, user, ctx);
   finish(step, null, 0, undefined);
@@ -161,6 +193,8 @@ export function applyIdentify(cfg: LaurelConfig, prior: UserState | null, user: 
 
 /** Materialises due time grants and streak maintenance for an existing user. */
 export function applyAccrue(cfg: LaurelConfig, prior: UserState, ctx: CoreContext): StepResult<{ points: Record<string, EventPoints> }> {
+  checkCall(cfg, ctx);
+  if (prior === null || prior === undefined) throw new ValidationError('accrue needs the state of an existing user', [{ path: ['prior'], message: 'is required' }]);
   const step = begin(cfg, prior, null, ctx);
   finish(step, null, 0, undefined);
   return { state: step.state, effects: step.effects, result: { points: eventPoints(step) } };
@@ -181,15 +215,20 @@ export interface CompletionResult {
  * @throws {NotFoundError} for an unknown key; {ValidationError} for a non-api achievement or one whose
  * `userAttributes` the user does not match.
  */
-export function applyCompletion(cfg: LaurelConfig, prior: UserState | null, achievement: CompiledAchievement, user: UserInput, ctx: CoreContext): StepResult<CompletionResult> & { changed: boolean } {
+export function applyCompletion(cfg: LaurelConfig, priorInput: UserState | null | undefined, achievementInput: CompiledAchievement, user: UserInput, ctx: CoreContext): StepResult<CompletionResult> & { changed: boolean } {
+  checkCall(cfg, ctx);
+  const prior = priorInput ?? null;
+  const key = (achievementInput as { key?: unknown } | null)?.key;
+  const achievement = typeof key === 'string' ? cfg.index.achievements.get(key) : undefined;
+  if (!achievement) throw new NotFoundError('achievement', String(key));
   validateUserInput(cfg, user);
   if (achievement.trigger !== 'api') throw new ValidationError(`Achievement "${achievement.key}" has trigger "${achievement.trigger}" and cannot be completed through the API.`);
-  const done = prior?.achievements[achievement.key];
+  const done = own(prior?.achievements, achievement.key);
   if (prior && done) {
     return {
       state: prior,
       effects: { ledger: [], leaderboard: [], counters: {}, idempotency: null, created: false },
-      result: { completionId: done.completionId, achievement: userAchievementView(achievement, prior), points: {}, unlocked: [] },
+      result: { completionId: done.completionId, achievement: userAchievementView(achievement, prior), points: record(), unlocked: [] },
       changed: false,
     };
   }
@@ -200,13 +239,13 @@ export function applyCompletion(cfg: LaurelConfig, prior: UserState | null, achi
   }
   completeApiAchievement(step, achievement);
   finish(step, null, 0, undefined);
-  const record = step.state.achievements[achievement.key] as { completionId: string };
+  const completion = step.state.achievements[achievement.key] as { completionId: string };
   const unlocked = unlockedViews(step);
   return {
     state: step.state,
     effects: step.effects,
     result: {
-      completionId: record.completionId,
+      completionId: completion.completionId,
       achievement: userAchievementView(achievement, step.state),
       points: eventPoints(step),
       unlocked: unlocked.filter((a) => a.key !== achievement.key),
@@ -220,6 +259,7 @@ export function applyCompletion(cfg: LaurelConfig, prior: UserState | null, achi
  * lazily, exactly as the next write would materialise them.
  */
 export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: Map<string, Award[]>; effects: Effects } {
+  if (state === null || state === undefined) throw new ValidationError('viewState needs the state of an existing user', [{ path: ['state'], message: 'is required' }]);
   const step = begin(cfg, state, null, ctx);
   return { state: step.state, today: step.today, tz: step.tz, awards: step.awards, effects: step.effects };
 }

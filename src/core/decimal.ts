@@ -136,6 +136,24 @@ export function floorDivideDecimal(a: DecimalString | number, b: DecimalString |
   return Number(q);
 }
 
+/**
+ * The largest magnitude Laurel accepts for an event value, a metric total, a points total or award and a
+ * leaderboard value: 2^53 - 1, the largest integer a JS number (and PostgreSQL's double precision) holds
+ * exactly together with every integer below it.
+ */
+export const MAX_EXACT = Number.MAX_SAFE_INTEGER;
+
+/**
+ * True when the decimal is within +-{@link MAX_EXACT} and a JS number carries it exactly: converting it to a
+ * number and back gives the same decimal. Responses and stores carry totals as numbers, so a total that is
+ * not exact (0.30000000000000004 + 0.30000000000000004 = 0.60000000000000008, which no double holds) is
+ * refused rather than silently rounded.
+ */
+export function isExactDecimal(value: DecimalString): boolean {
+  const n = Number(value);
+  return Number.isFinite(n) && Math.abs(n) <= MAX_EXACT && decimalOf(n) === value;
+}
+
 /** The decimal as a JS number (for responses). */
 export function decimalToNumber(value: DecimalString): number {
   return Number(value);

@@ -5,8 +5,9 @@
  */
 import type { CompiledLeaderboard } from '../config/define.js';
 import { addDays, addMonths, localDateOf, type LocalDate } from './calendar.js';
-import { addDecimal, compareDecimal, decimalOf } from './decimal.js';
-import type { Step } from './step.js';
+import { addDecimal, compareDecimal, decimalOf, isExactDecimal, MAX_EXACT } from './decimal.js';
+import { ValidationError } from '../errors.js';
+import { record, type Step } from './step.js';
 import type { EventLeaderboard, LeaderboardView } from './types.js';
 
 export interface Run {
@@ -62,7 +63,7 @@ export function groupOf(board: CompiledLeaderboard, attributes: Readonly<Record<
 }
 
 export function groupAttributes(board: CompiledLeaderboard, attributes: Readonly<Record<string, string>>): Record<string, string> {
-  const out: Record<string, string> = {};
+  const out = record<string>();
   for (const k of board.breakdownAttributes) out[k] = Object.hasOwn(attributes, k) ? (attributes[k] as string) : '';
   return out;
 }
@@ -102,7 +103,7 @@ export function leaderboardView(board: CompiledLeaderboard): LeaderboardView {
  * entries (ranks left null for the engine to fill from the store's commit result).
  */
 export function updateLeaderboards(step: Step, metricKey: string | null, metricValue: number): Record<string, EventLeaderboard> {
-  const out: Record<string, EventLeaderboard> = {};
+  const out = record<EventLeaderboard>();
   const streakChanged = (step.state.streak?.length ?? 0) !== step.streakLengthBefore;
   for (const board of step.cfg.leaderboards) {
     const source = board.rankBy === 'metric' ? board.metricKey === metricKey : board.rankBy === 'points' ? (step.awards.get(board.pointsSystemKey as string)?.length ?? 0) > 0 : streakChanged;
@@ -128,6 +129,9 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     const sameRun = prior !== undefined && prior.run === run.start;
     const previous = sameRun ? prior.value : '0';
     const value = absolute ?? addDecimal(previous, delta ?? '0');
+    if (!isExactDecimal(value)) {
+      throw new ValidationError(`value: the user's value on leaderboard "${board.key}" would become ${value}, which is not exactly representable (|value| <= ${MAX_EXACT})`, [{ path: ['value'], message: 'the leaderboard value would not be exactly representable' }]);
+    }
     const groupMoved = sameRun && prior.group !== group;
     if (compareDecimal(value, previous) === 0 && !groupMoved) continue;
     const reachedAt = compareDecimal(value, previous) === 0 && sameRun ? prior.reachedAt : step.nowIso;

@@ -5,14 +5,14 @@
 import type { CompiledLevel, CompiledPointsSystem, CompiledTrigger, LaurelConfig } from '../config/define.js';
 import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
-import { addDecimal, compareDecimal, decimalOf, floorDivideDecimal } from './decimal.js';
-import { matchesFilter, type Step } from './step.js';
+import { addDecimal, compareDecimal, decimalOf, floorDivideDecimal, MAX_EXACT } from './decimal.js';
+import { matchesFilter, record, type Step } from './step.js';
 import type { Award, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
 
 const HOUR_MS = 3_600_000;
 
 /** A points system's state before any award. */
-export const emptyPointsState = (): PointsState => ({ total: 0, metric: {}, time: {} });
+export const emptyPointsState = (): PointsState => ({ total: 0, metric: record(), time: record() });
 
 /** The user's state in a system, created empty for a system configured after the user was created. */
 export function pointsState(state: UserState, key: string): PointsState {
@@ -72,10 +72,12 @@ function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date
 export function award(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, raw: number, at: Date, block = false): void {
   const ps = pointsState(step.state, system.key);
   const { amount, boosts } = boosted(step, system, raw, at);
-  if (block && amount < 0 && ps.total + amount < 0) throw new InsufficientPointsError(system.key, ps.total, -amount);
+  if (block && amount < 0 && ps.total + amount < 0) throw new InsufficientPointsError(system.key, ps.total, Math.min(-amount, MAX_EXACT));
   let next = ps.total + amount;
-  if (system.maxPoints !== null && next > system.maxPoints) next = Math.max(ps.total, system.maxPoints);
-  if (!system.allowNegative && next < 0) next = Math.min(ps.total, 0);
+  const upper = ceilingOf(system);
+  const lower = floorOf(system);
+  if (next > upper) next = Math.max(ps.total, upper);
+  if (next < lower) next = Math.min(ps.total, lower);
   const awarded = next - ps.total;
   if (awarded === 0) return;
   ps.total = next;
@@ -86,6 +88,11 @@ export function award(step: Step, system: CompiledPointsSystem, trigger: Compile
   list.push(record);
   step.effects.ledger.push({ id: record.id, userId: step.state.user.id, kind: 'points', key: system.key, at: record.date, delta: awarded, total: next, data: record });
 }
+
+/** The highest total a system allows: `maxPoints`, and never above the exact range (2^53 - 1). */
+const ceilingOf = (system: CompiledPointsSystem) => (system.maxPoints === null ? MAX_EXACT : Math.min(system.maxPoints, MAX_EXACT));
+/** The lowest total a system allows: 0, or with `allowNegative` the exact range's lower end. */
+const floorOf = (system: CompiledPointsSystem) => (system.allowNegative ? -MAX_EXACT : 0);
 
 /** `user_creation` triggers: the starting balance. */
 export function awardCreation(step: Step): void {
@@ -123,7 +130,7 @@ export function accrueTimeGrants(step: Step): void {
       const live = pending.filter((p) => p.next <= p.due);
       if (live.length === 0) break;
       const atCap = (p: (typeof live)[number]) =>
-        (p.t.points > 0 && system.maxPoints !== null && ps.total >= system.maxPoints) || (p.t.points < 0 && !system.allowNegative && ps.total <= 0);
+        (p.t.points > 0 && ps.total >= ceilingOf(system)) || (p.t.points < 0 && ps.total <= floorOf(system));
       if (live.every(atCap) && (live.every((p) => p.t.points > 0) || live.every((p) => p.t.points < 0))) {
         for (const p of live) {
           p.next = p.due + 1;
@@ -191,7 +198,7 @@ export function awardAchievementTriggers(step: Step, system: CompiledPointsSyste
 
 /** The response's `points`: each system whose total changed in this call. */
 export function eventPoints(step: Step): Record<string, EventPoints> {
-  const out: Record<string, EventPoints> = {};
+  const out = record<EventPoints>();
   for (const system of step.cfg.pointsSystems) {
     const awards = step.awards.get(system.key);
     if (!awards || awards.length === 0) continue;

@@ -6,6 +6,7 @@
 import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
 import type { LocalDate } from './calendar.js';
 import { localDateOf } from './calendar.js';
+import { ValidationError } from '../errors.js';
 import type { Award, Effects, UserState } from './types.js';
 
 export interface Step {
@@ -64,7 +65,80 @@ export function matchesFilter(filter: Readonly<Record<string, string>> | undefin
   return true;
 }
 
-/** Deep copy of a user state (plain JSON data, bounded by the configuration; a JSON round trip is the fastest copy V8 has for it). */
+/** A record with no prototype: a key named `toString` or `valueOf` reads only what was stored under it. */
+export function record<T>(): Record<string, T> {
+  return Object.create(null) as Record<string, T>;
+}
+
+/** The value stored under `key` in a record of any prototype, never an inherited member. */
+export function own<T>(rec: Readonly<Record<string, T>> | null | undefined, key: string): T | undefined {
+  return rec != null && Object.hasOwn(rec, key) ? rec[key] : undefined;
+}
+
+const badState = (what: string): never => {
+  throw new ValidationError(`prior state is not a Laurel user state: ${what}`, [{ path: ['prior'], message: what }]);
+};
+
+function copyRecord<T>(src: unknown, what: string, copy: (v: unknown, key: string) => T): Record<string, T> {
+  const out = record<T>();
+  if (src === undefined || src === null) return out;
+  if (typeof src !== 'object' || Array.isArray(src)) return badState(`${what} must be an object`);
+  for (const k of Object.keys(src)) out[k] = copy((src as Record<string, unknown>)[k], k);
+  return out;
+}
+
+const str = (v: unknown, what: string): string => (typeof v === 'string' ? v : badState(`${what} must be a string`));
+const strOrNull = (v: unknown, what: string): string | null => (v === null || v === undefined ? null : str(v, what));
+const num = (v: unknown, what: string): number => (typeof v === 'number' && Number.isFinite(v) ? v : badState(`${what} must be a finite number`));
+
+/**
+ * Copy of a user state whose records (metrics, achievements, points, boards, attributes, sums) have no
+ * prototype, so every configured key, `toString` and `valueOf` included, reads only its own entry. States
+ * come from stores as parsed JSON; this is also where a malformed one is refused with a ValidationError.
+ */
 export function cloneState(state: UserState): UserState {
-  return JSON.parse(JSON.stringify(state)) as UserState;
+  if (typeof state !== 'object' || state === null) return badState('state must be an object');
+  const u = state.user as unknown as Record<string, unknown> | undefined;
+  if (typeof u !== 'object' || u === null) return badState('user must be an object');
+  const s = state.streak;
+  return {
+    user: {
+      id: str(u.id, 'user.id'),
+      email: strOrNull(u.email, 'user.email'),
+      name: strOrNull(u.name, 'user.name'),
+      tz: strOrNull(u.tz, 'user.tz'),
+      attributes: copyRecord(u.attributes, 'user.attributes', (v) => str(v, 'user.attributes')),
+      created: str(u.created, 'user.created'),
+      updated: str(u.updated, 'user.updated'),
+    },
+    metrics: copyRecord(state.metrics, 'metrics', (v) => str(v, 'metrics')),
+    achievementProgress: copyRecord(state.achievementProgress, 'achievementProgress', (v) => str(v, 'achievementProgress')),
+    achievements: copyRecord(state.achievements, 'achievements', (v) => {
+      const a = v as { achievedAt?: unknown; completionId?: unknown } | null;
+      return { achievedAt: str(a?.achievedAt, 'achievements.achievedAt'), completionId: str(a?.completionId, 'achievements.completionId') };
+    }),
+    streak:
+      s === null || s === undefined
+        ? null
+        : typeof s !== 'object'
+          ? badState('streak must be an object')
+          : { ...s, sums: copyRecord(s.sums, 'streak.sums', (v) => str(v, 'streak.sums')) },
+    points: copyRecord(state.points, 'points', (v) => {
+      const p = v as { total?: unknown; metric?: unknown; time?: unknown } | null;
+      if (typeof p !== 'object' || p === null) return badState('points must hold objects');
+      return {
+        total: num(p.total, 'points.total'),
+        metric: copyRecord(p.metric, 'points.metric', (m) => {
+          const t = m as { sum?: unknown; hw?: unknown } | null;
+          return { sum: str(t?.sum, 'points.metric.sum'), hw: str(t?.hw, 'points.metric.hw') };
+        }),
+        time: copyRecord(p.time, 'points.time', (n) => num(n, 'points.time')),
+      };
+    }),
+    leaderboards: copyRecord(state.leaderboards, 'leaderboards', (v) => {
+      const b = v as Record<string, unknown> | null;
+      if (typeof b !== 'object' || b === null) return badState('leaderboards must hold objects');
+      return { run: str(b.run, 'leaderboards.run'), group: str(b.group, 'leaderboards.group'), value: str(b.value, 'leaderboards.value'), reachedAt: str(b.reachedAt, 'leaderboards.reachedAt') };
+    }),
+  };
 }

@@ -17,7 +17,7 @@ import {
   type LocalDate,
 } from './calendar.js';
 import { addDecimal, compareDecimal, decimalOf } from './decimal.js';
-import type { Step } from './step.js';
+import { record, type Step } from './step.js';
 import type { EventStreak, StreakPeriodRow, StreakState, StreakView, UserState } from './types.js';
 
 /** A fresh streak state (used when a streak is configured after the user was created). */
@@ -27,7 +27,7 @@ export function emptyStreak(streak: CompiledStreak): StreakState {
     started: null,
     coveredThrough: null,
     progressPeriod: null,
-    sums: {},
+    sums: record(),
     qualified: false,
     freezes: streak.freezes ? Math.min(streak.freezes.initial, streak.freezes.max) : 0,
     freezeGrants: 0,
@@ -90,7 +90,7 @@ export function recordStreakProgress(step: Step, metricKey: string, value: numbe
     // A zone change can move "today" before a period already counted; progress then stays where it is.
     if (s.progressPeriod !== null && current < s.progressPeriod) return;
     s.progressPeriod = current;
-    s.sums = {};
+    s.sums = record();
     s.qualified = false;
   }
   let qualifies: boolean;

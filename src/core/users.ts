@@ -3,10 +3,12 @@
  */
 import type { LaurelConfig } from '../config/define.js';
 import { InvalidAttributeKeysError, NotFoundError, ValidationError } from '../errors.js';
+import { MAX_EXACT } from './decimal.js';
 import { isValidTimeZone } from './calendar.js';
 import { emptyPointsState } from './points.js';
 import { emptyStreak } from './streaks.js';
-import type { EventInput, UserInput, UserRecord, UserState } from './types.js';
+import { own, record } from './step.js';
+import type { EventInput, PointsState, UserInput, UserRecord, UserState } from './types.js';
 
 const MAX_USER_ID = 255;
 
@@ -14,30 +16,43 @@ function fail(path: (string | number)[], message: string): never {
   throw new ValidationError(`${path.join('.')}: ${message}`, [{ path, message }]);
 }
 
-function optionalString(value: unknown, path: (string | number)[], max = 1000): void {
-  if (value === undefined || value === null) return;
-  if (typeof value !== 'string') fail(path, 'must be a string');
-  if (value.length > max) fail(path, `must be at most ${max} characters`);
+/**
+ * True for text every store can keep exactly: well-formed UTF-16 (no lone surrogate, which UTF-8 databases
+ * would turn into U+FFFD and so merge distinct strings) and no NUL character (PostgreSQL's text and jsonb
+ * cannot hold it). Laurel refuses anything else up front, on every store alike.
+ */
+export function isStorableText(value: string): boolean {
+  return !value.includes('\0') && (value as string & { isWellFormed(): boolean }).isWellFormed();
 }
 
-function checkAttributes(value: unknown, declared: ReadonlySet<string>, path: (string | number)[]): void {
+/** Validates a string input: type, length and storable text (see {@link isStorableText}). */
+export function validateText(value: unknown, path: (string | number)[], max: number, options: { nonEmpty?: boolean } = {}): asserts value is string {
+  if (typeof value !== 'string') fail(path, 'must be a string');
+  if (options.nonEmpty && value.length === 0) fail(path, 'must not be empty');
+  if (value.length > max) fail(path, `must be at most ${max} characters (got ${value.length})`);
+  if (!isStorableText(value)) fail(path, 'must be well-formed text without NUL characters (no lone surrogates, no U+0000)');
+}
+
+function optionalString(value: unknown, path: (string | number)[], max = 1000): void {
+  if (value === undefined || value === null) return;
+  validateText(value, path, max);
+}
+
+/** Validates attributes: an object whose keys are all declared and whose values are storable strings. */
+export function checkAttributes(value: unknown, declared: ReadonlySet<string>, path: (string | number)[]): void {
   if (value === undefined || value === null) return;
   if (typeof value !== 'object' || Array.isArray(value)) fail(path, 'must be an object of string values');
   const keys = Object.keys(value);
   const unknown = keys.filter((k) => !declared.has(k));
   if (unknown.length > 0) throw new InvalidAttributeKeysError(unknown);
   for (const k of keys) {
-    const v = (value as Record<string, unknown>)[k];
-    if (typeof v !== 'string') fail([...path, k], 'must be a string');
-    if (v.length > 1000) fail([...path, k], 'must be at most 1000 characters');
+    validateText((value as Record<string, unknown>)[k], [...path, k], 1000);
   }
 }
 
-/** Validates a user id (non-empty string of at most 255 characters). */
+/** Validates a user id (non-empty, well-formed text of at most 255 characters without NUL). */
 export function validateUserId(id: unknown, path: (string | number)[] = ['user', 'id']): asserts id is string {
-  if (typeof id !== 'string') fail(path, 'must be a string');
-  if (id.length === 0) fail(path, 'must not be empty');
-  if (id.length > MAX_USER_ID) fail(path, `must be at most ${MAX_USER_ID} characters (got ${id.length})`);
+  validateText(id, path, MAX_USER_ID, { nonEmpty: true });
 }
 
 /** Validates a user as sent with an event, completion or identify call. */
@@ -54,16 +69,18 @@ export function validateUserInput(cfg: LaurelConfig, user: unknown): asserts use
 
 /** Validates an event before anything is read or written. */
 export function validateEvent(cfg: LaurelConfig, event: EventInput): void {
-  if (!cfg.index.metrics.has(event.metricKey)) throw new NotFoundError('metric', String(event.metricKey));
-  if (typeof event !== 'object' || event === null) fail([], 'event must be an object');
+  if (typeof event !== 'object' || event === null) fail(['event'], 'must be an object');
+  if (typeof event.metricKey !== 'string' || !cfg.index.metrics.has(event.metricKey)) throw new NotFoundError('metric', String(event.metricKey));
   validateUserInput(cfg, event.user);
-  if (typeof event.value !== 'number' || !Number.isFinite(event.value)) fail(['value'], `must be a finite number (got ${String(event.value)})`);
+  validateValue(event.value, ['value']);
   checkAttributes(event.attributes, cfg.index.eventAttributes, ['attributes']);
-  if (event.idempotencyKey !== undefined) {
-    if (typeof event.idempotencyKey !== 'string' || event.idempotencyKey.length === 0 || event.idempotencyKey.length > 255) {
-      fail(['idempotencyKey'], 'must be a non-empty string of at most 255 characters');
-    }
-  }
+  if (event.idempotencyKey !== undefined) validateText(event.idempotencyKey, ['idempotencyKey'], 255, { nonEmpty: true });
+}
+
+/** Validates an event value: a finite number within the exact range (see {@link MAX_EXACT}). */
+export function validateValue(value: unknown, path: (string | number)[]): asserts value is number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) fail(path, `must be a finite number (got ${String(value)})`);
+  if (Math.abs(value) > MAX_EXACT) fail(path, `must be between -${MAX_EXACT} and ${MAX_EXACT} (got ${value})`);
 }
 
 /** A fresh state for a user created at `nowIso`. */
@@ -73,18 +90,20 @@ export function newUserState(cfg: LaurelConfig, input: UserInput, nowIso: string
     email: input.email || null,
     name: input.name || null,
     tz: input.tz || null,
-    attributes: { ...(input.attributes ?? {}) },
+    attributes: Object.assign(record<string>(), input.attributes),
     created: nowIso,
     updated: nowIso,
   };
+  const points = record<PointsState>();
+  for (const ps of cfg.pointsSystems) points[ps.key] = emptyPointsState();
   return {
     user,
-    metrics: {},
-    achievementProgress: {},
-    achievements: {},
+    metrics: record(),
+    achievementProgress: record(),
+    achievements: record(),
     streak: cfg.streak ? emptyStreak(cfg.streak) : null,
-    points: Object.fromEntries(cfg.pointsSystems.map((ps) => [ps.key, emptyPointsState()])),
-    leaderboards: {},
+    points,
+    leaderboards: record(),
   };
 }
 
@@ -100,7 +119,7 @@ export function mergeUser(user: UserRecord, input: UserInput, nowIso: string): b
   }
   if (input.attributes) {
     for (const [k, v] of Object.entries(input.attributes)) {
-      if (user.attributes[k] !== v) {
+      if (own(user.attributes, k) !== v) {
         user.attributes[k] = v;
         changed = true;
       }

@@ -6,8 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import type { AchievementKeyOf, CompiledLeaderboard, LaurelConfig, LeaderboardKeyOf, MetricKeyOf, PointsKeyOf } from '../config/define.js';
 import { ConflictError, isLaurelErrorCode, NotFoundError, ValidationError } from '../errors.js';
+import { guardStore } from './guard.js';
 import { achievementProgress, achievementView, userAchievementView } from '../core/achievements.js';
-import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
+import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkCall, checkInstant, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
 import { isValidLocalDate, localDateOf } from '../core/calendar.js';
 import {
   boardIndex,
@@ -25,6 +26,7 @@ import type {
   Award,
   CoreContext,
   Effects,
+  EventInput,
   EventLeaderboard,
   EventPoints,
   EventResponse,
@@ -39,7 +41,8 @@ import type {
   UserRecord,
   UserState,
 } from '../core/types.js';
-import { validateEvent, validateUserId, validateUserInput } from '../core/users.js';
+import { own } from '../core/step.js';
+import { checkAttributes, validateEvent, validateUserId, validateUserInput } from '../core/users.js';
 import { createMemoryStore } from '../store/memory.js';
 import type { CommitResult, Store, VersionedState } from '../store/types.js';
 import { KeyedLock } from './lock.js';
@@ -62,6 +65,12 @@ export interface EngineOptions<C extends LaurelConfig> {
   /** The engine's only source of ids (default: random UUIDs). */
   newId?: () => string;
   retry?: RetryOptions;
+  /**
+   * Called when a storage failure degraded a call instead of failing it: after a durable commit, a rank or
+   * threshold read that failed (e.g. Redis down) leaves that board's `rank`/`previousRank` null. For logs
+   * and metrics; the call itself still succeeds.
+   */
+  onDegraded?: (error: unknown) => void;
 }
 
 export interface EventRequest {
@@ -144,6 +153,15 @@ const intIn = (value: unknown, name: string, min: number, max: number, fallback:
   return value;
 };
 
+/** The core's event input from an engine call's arguments (tolerating a missing request or options). */
+function eventOf(metricKey: string, request: EventRequest | null | undefined, opts: RecordOptions): EventInput {
+  const r = (typeof request === 'object' && request !== null ? request : {}) as Partial<EventRequest>;
+  const event = { metricKey, user: r.user, value: r.value } as EventInput;
+  if (r.attributes !== undefined) event.attributes = r.attributes;
+  if (opts.idempotencyKey !== undefined) event.idempotencyKey = opts.idempotencyKey;
+  return event;
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -156,14 +174,30 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * ```
  */
 export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) {
+  if (typeof options !== 'object' || options === null) throw new ValidationError('createEngine needs options { config, store, clock, newId }', [{ path: ['options'], message: 'must be an object' }]);
   const config = options.config as LaurelConfig;
-  const store = options.store ?? createMemoryStore();
+  checkCall(config, { now: new Date(), newId: () => '' });
+  const rawStore = options.store ?? createMemoryStore();
+  const store = guardStore(rawStore);
   const clock = options.clock ?? (() => new Date());
   const newId = options.newId ?? (() => randomUUID());
-  const attempts = Math.max(1, options.retry?.attempts ?? 10);
-  const baseDelay = options.retry?.baseDelayMs ?? 2;
+  if (typeof clock !== 'function') throw new ValidationError('clock must be a function returning a Date', [{ path: ['clock'], message: 'must be a function' }]);
+  if (typeof newId !== 'function') throw new ValidationError('newId must be a function returning ids', [{ path: ['newId'], message: 'must be a function' }]);
+  const attempts = Math.max(1, intIn(options.retry?.attempts, 'retry.attempts', 1, 1000, 10));
+  const baseDelay = intIn(options.retry?.baseDelayMs, 'retry.baseDelayMs', 0, 60_000, 2);
+  const degraded = (error: unknown) => {
+    try {
+      options.onDegraded?.(error);
+    } catch {
+      // An observer's failure must not turn a successful call into a failed one.
+    }
+  };
   const lock = new KeyedLock();
-  const context = (): CoreContext => ({ now: clock(), newId });
+  const context = (): CoreContext => {
+    const now = clock();
+    checkInstant(now, ['clock()']);
+    return { now, newId };
+  };
 
   /** Runs `attempt` under the user's lock, retrying on conflicts. */
   async function withUser<R>(userId: string, attempt: (loaded: VersionedState | null) => Promise<R>): Promise<R> {
@@ -210,7 +244,11 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
 
   const capRank = (b: CompiledLeaderboard, rank: number | null | undefined) => (rank != null && rank <= b.maxParticipants ? rank : null);
 
-  /** Fills ranks and thresholds into a response's leaderboards from the commit's rank changes. */
+  /**
+   * Fills ranks and thresholds into a response's leaderboards from the commit's rank changes. The commit is
+   * durable by now, so a failing threshold read (the rank index is down) must not fail the call: that
+   * board's ranks read null instead, as the rank index would have answered had it been reachable.
+   */
   async function fillRanks(boards: Record<string, EventLeaderboard>, state: UserState, result: CommitResult): Promise<void> {
     for (const [key, entry] of Object.entries(boards)) {
       const b = board(key);
@@ -220,7 +258,14 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const last = changes[changes.length - 1];
       entry.previousRank = capRank(b, first?.previousRank);
       entry.rank = capRank(b, last?.rank);
-      entry.threshold = await thresholdOf(b, index);
+      try {
+        entry.threshold = await thresholdOf(b, index);
+      } catch (error) {
+        if (!isLaurelErrorCode(error, 'STORAGE_UNAVAILABLE')) throw error;
+        degraded(error);
+        entry.previousRank = null;
+        entry.rank = null;
+      }
     }
   }
 
@@ -245,7 +290,8 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
 
   const engine = {
     config: options.config,
-    store,
+    /** The store given to `createEngine` (the engine itself reads it through a guard that types every failure). */
+    store: rawStore,
 
     /**
      * Records one event for one user and returns what changed for them.
@@ -254,15 +300,16 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
      * Nothing is recorded by a call that throws.
      */
     async recordEvent(metricKey: MetricKeyOf<C>, request: EventRequest, opts: RecordOptions = {}): Promise<EventResponse> {
-      const event = { metricKey: metricKey as string, ...request, ...(opts.idempotencyKey !== undefined ? { idempotencyKey: opts.idempotencyKey } : {}) };
+      opts = opts ?? {};
+      const event = eventOf(metricKey as string, request, opts);
       validateEvent(config, event);
-      return withUser(request.user.id, async (loaded) => {
+      return withUser(event.user.id, async (loaded) => {
         if (event.idempotencyKey !== undefined && loaded) {
-          const record = await store.getIdempotencyRecord(request.user.id, event.metricKey, event.idempotencyKey);
+          const record = await store.getIdempotencyRecord(event.user.id, event.metricKey, event.idempotencyKey);
           if (record) return replayResponse(config, loaded.state, event.metricKey, record.eventId, event.idempotencyKey, context());
         }
         const { state, response, effects } = applyValidatedEvent(config, loaded?.state ?? null, event, context());
-        const result = await commit(request.user.id, loaded, state, effects);
+        const result = await commit(event.user.id, loaded, state, effects);
         await fillRanks(response.leaderboards, state, result);
         return response;
       });
@@ -273,26 +320,35 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
      * (ranks are those the user would have if no one else moved). Throws exactly as `recordEvent` would.
      */
     async simulateEvent(metricKey: MetricKeyOf<C>, request: EventRequest, opts: RecordOptions = {}): Promise<EventResponse> {
-      const event = { metricKey: metricKey as string, ...request, ...(opts.idempotencyKey !== undefined ? { idempotencyKey: opts.idempotencyKey } : {}) };
+      opts = opts ?? {};
+      const event = eventOf(metricKey as string, request, opts);
       validateEvent(config, event);
-      const loaded = await store.loadUser(request.user.id);
+      const loaded = await store.loadUser(event.user.id);
       if (event.idempotencyKey !== undefined && loaded) {
-        const record = await store.getIdempotencyRecord(request.user.id, event.metricKey, event.idempotencyKey);
+        const record = await store.getIdempotencyRecord(event.user.id, event.metricKey, event.idempotencyKey);
         if (record) return replayResponse(config, loaded.state, event.metricKey, record.eventId, event.idempotencyKey, context());
       }
       const { state, response } = applyValidatedEvent(config, loaded?.state ?? null, event, context());
       for (const [key, entry] of Object.entries(response.leaderboards)) {
         const b = board(key);
         const index = boardIndex(key, entry.start, groupOf(b, state.user.attributes));
-        const before = await store.getEntry(index, state.user.id);
-        entry.previousRank = capRank(b, before?.rank);
-        if (entry.value > 0) {
-          // Everyone at or above the new value ranks first (they reached it earlier); the user's own old
-          // entry is not counted.
-          const above = await store.countEntries(index, { min: entry.value });
-          entry.rank = capRank(b, above - (before && before.value >= entry.value ? 1 : 0) + 1);
+        try {
+          const before = await store.getEntry(index, state.user.id);
+          entry.previousRank = capRank(b, before?.rank);
+          if (entry.value > 0) {
+            // Everyone at or above the new value ranks first (they reached it earlier); the user's own old
+            // entry is not counted.
+            const above = await store.countEntries(index, { min: entry.value });
+            entry.rank = capRank(b, above - (before && before.value >= entry.value ? 1 : 0) + 1);
+          }
+          entry.threshold = await thresholdOf(b, index);
+        } catch (error) {
+          // Like recordEvent: ranks the index cannot answer read null.
+          if (!isLaurelErrorCode(error, 'STORAGE_UNAVAILABLE')) throw error;
+          degraded(error);
+          entry.previousRank = null;
+          entry.rank = null;
         }
-        entry.threshold = await thresholdOf(b, index);
       }
       return response;
     },
@@ -354,6 +410,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
 
     /** A user's achievements: completed ones, plus incomplete ones with progress when asked. */
     async getUserAchievements(userId: string, opts: { includeIncomplete?: boolean } = {}): Promise<UserAchievement[]> {
+      opts = opts ?? {};
       const { state } = await loadOrThrow(userId);
       const view = viewState(config, state, context()).state;
       const out: UserAchievement[] = [];
@@ -377,6 +434,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
 
     /** The user's streak as of now, with the last `historyPeriods` periods (default 7, 1..365). */
     async getStreak(userId: string, opts: { historyPeriods?: number } = {}): Promise<StreakResponse> {
+      opts = opts ?? {};
       const periods = intIn(opts.historyPeriods, 'historyPeriods', 1, 365, 7);
       const { state } = await loadOrThrow(userId);
       const ctx = context();
@@ -440,6 +498,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
 
     /** A user's total, level and latest awards (newest first; `awards` 1..100, default 10) in a system. */
     async getPointsSummary(userId: string, systemKey: PointsKeyOf<C>, opts: { awards?: number } = {}): Promise<UserPoints> {
+      opts = opts ?? {};
       const system = systemOrThrow(systemKey as string);
       const count = intIn(opts.awards, 'awards', 1, 100, 10);
       const { state } = await loadOrThrow(userId);
@@ -498,6 +557,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
 
     /** Every leaderboard with its status (finished ones only with `includeFinished`). */
     async listLeaderboards(opts: { includeFinished?: boolean } = {}): Promise<(LeaderboardView & { status: BoardStatus })[]> {
+      opts = opts ?? {};
       const now = clock();
       return config.leaderboards
         .map((b) => ({ ...leaderboardView(b), status: boardStatus(b, localDateOf(now, b.timeZone)) }))
@@ -509,11 +569,13 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
      * user's rank (`{ userId, offset: -2, limit: 5 }`: two above, the user, two below).
      */
     async getLeaderboard(key: LeaderboardKeyOf<C>, opts: LeaderboardOptions = {}): Promise<LeaderboardRankings> {
+      opts = opts ?? {};
       const b = board(key as string);
       const limit = intIn(opts.limit, 'limit', 1, 1000, 10);
       const offset = intIn(opts.offset, 'offset', opts.userId === undefined ? 0 : -1_000_000, 1_000_000_000, 0);
       const today = localDateOf(clock(), b.timeZone);
       const run = resolveRun(b, opts.run, today);
+      if (opts.userAttributes !== undefined && opts.userAttributes !== null) checkAttributes(opts.userAttributes, config.index.userAttributes, ['userAttributes']);
       let attributes = opts.userAttributes ?? {};
       let start = offset;
       if (opts.userId !== undefined) {
@@ -553,6 +615,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
 
     /** A user's rank, value and daily rank history (latest `numEvents` days, 0..100, default 10) in a board run. */
     async getUserLeaderboard(userId: string, key: LeaderboardKeyOf<C>, opts: { run?: string; numEvents?: number } = {}): Promise<UserLeaderboard> {
+      opts = opts ?? {};
       const b = board(key as string);
       const numEvents = intIn(opts.numEvents, 'numEvents', 0, 100, 10);
       let { state } = await loadOrThrow(userId);
@@ -580,8 +643,8 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       id: metric.id,
       key: metric.key,
       name: metric.name,
-      current: Number(state.metrics[metricKey] ?? 0),
-      achievements: (config.index.achievementsByMetric.get(metricKey) ?? []).filter((a) => state.achievements[a.key]).map((a) => userAchievementView(a, state)),
+      current: Number(own(state.metrics, metricKey) ?? 0),
+      achievements: (config.index.achievementsByMetric.get(metricKey) ?? []).filter((a) => own(state.achievements, a.key)).map((a) => userAchievementView(a, state)),
     };
   }
 

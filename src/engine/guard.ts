@@ -1,0 +1,36 @@
+/**
+ * The engine's storage boundary: whatever a store throws that is not a Laurel error (a driver's error, a
+ * dropped connection, a bug in a custom adapter) leaves the engine as a `StorageUnavailableError` with the
+ * original kept as `cause`, so no raw driver error escapes a public call.
+ */
+import { isLaurelError, StorageUnavailableError, ValidationError } from '../errors.js';
+import type { Store } from '../store/types.js';
+
+const wrap = (method: string, error: unknown): unknown =>
+  isLaurelError(error) ? error : new StorageUnavailableError(`Storage failed in ${method}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+
+/** A store whose every method rejects only with Laurel errors. Stores that already do so pass through. */
+export function guardStore(store: Store): Store {
+  if (typeof store !== 'object' || store === null) throw new ValidationError('store must be an object implementing Store', [{ path: ['store'], message: 'must implement Store' }]);
+  const call =
+    <A extends unknown[], R>(method: keyof Store, fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      try {
+        return await fn(...args);
+      } catch (error) {
+        throw wrap(method, error);
+      }
+    };
+  return {
+    loadUser: call('loadUser', (id) => store.loadUser(id)),
+    loadUsers: call('loadUsers', (ids) => store.loadUsers(ids)),
+    getIdempotencyRecord: call('getIdempotencyRecord', (u, m, k) => store.getIdempotencyRecord(u, m, k)),
+    commit: call('commit', (c) => store.commit(c)),
+    readLedger: call('readLedger', (q) => store.readLedger(q)),
+    getEntry: call('getEntry', (index, userId) => store.getEntry(index, userId)),
+    readRange: call('readRange', (index, offset, limit) => store.readRange(index, offset, limit)),
+    countEntries: call('countEntries', (index, range) => store.countEntries(index, range)),
+    readRankHistory: call('readRankHistory', (index, userId, limit) => store.readRankHistory(index, userId, limit)),
+    getCounters: call('getCounters', (names) => store.getCounters(names)),
+  };
+}
