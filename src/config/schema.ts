@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { isValidLocalDate, isValidTimeZone } from '../core/calendar.js';
+import { isStorableText } from '../core/text.js';
 
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
@@ -15,26 +16,30 @@ export const keySchema = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, 'must start with a letter or digit and use only letters, digits, "_", "-", "." and ":"')
   .refine((k) => !FORBIDDEN_KEYS.has(k), 'is a reserved name');
 
-const idSchema = z.string().min(1).max(255).optional();
-const nullableText = z.string().nullable().optional();
+// Every string of a configuration ends up in stored rows (names and ids are copied into awards), so each
+// must be text every store can keep: no NUL, no lone surrogate.
+const text = () => z.string().refine(isStorableText, 'must be well-formed text without NUL characters');
+const idSchema = text().min(1).max(255).optional();
+const nullableText = text().nullable().optional();
+const name = () => text().min(1);
 const timeZoneSchema = z.string().refine(isValidTimeZone, { message: 'must be a known IANA time zone name' });
 const dateSchema = z.string().refine(isValidLocalDate, 'must be a date in YYYY-MM-DD form');
-const attributeFilter = z.record(z.string(), z.string()).optional();
+const attributeFilter = z.record(z.string(), text()).optional();
 const positive = z.number().finite().positive();
 const points = z
   .number()
   .int('must be an integer')
   .refine((n) => n !== 0, 'must not be zero');
 
-export const metricSchema = z.object({ key: keySchema, name: z.string().min(1), id: idSchema }).strict();
+export const metricSchema = z.object({ key: keySchema, name: name(), id: idSchema }).strict();
 
 export const attributeSchema = z
-  .object({ key: keySchema, name: z.string().min(1), type: z.enum(['event', 'user']), id: idSchema })
+  .object({ key: keySchema, name: name(), type: z.enum(['event', 'user']), id: idSchema })
   .strict();
 
 const achievementBase = {
   key: keySchema,
-  name: z.string().min(1),
+  name: name(),
   id: idSchema,
   description: nullableText,
   badgeUrl: nullableText,
@@ -83,13 +88,13 @@ export const pointsTriggerSchema = z.discriminatedUnion('type', [
 ]);
 
 export const levelSchema = z
-  .object({ key: keySchema, name: z.string().min(1), id: idSchema, description: z.string().default(''), badgeUrl: nullableText, points: z.number().int().min(0) })
+  .object({ key: keySchema, name: name(), id: idSchema, description: text().default(''), badgeUrl: nullableText, points: z.number().int().min(0) })
   .strict();
 
 export const boostSchema = z
   .object({
     key: keySchema,
-    name: z.string().min(1),
+    name: name(),
     id: idSchema,
     multiplier: positive,
     start: dateSchema,
@@ -102,7 +107,7 @@ export const boostSchema = z
 export const pointsSystemSchema = z
   .object({
     key: keySchema,
-    name: z.string().min(1),
+    name: name(),
     id: idSchema,
     description: nullableText,
     badgeUrl: nullableText,
@@ -117,7 +122,7 @@ export const pointsSystemSchema = z
 export const leaderboardSchema = z
   .object({
     key: keySchema,
-    name: z.string().min(1),
+    name: name(),
     id: idSchema,
     description: nullableText,
     rankBy: z.enum(['metric', 'points', 'streak']),

@@ -4,6 +4,7 @@
 import type { LaurelConfig } from '../config/define.js';
 import { InvalidAttributeKeysError, NotFoundError, ValidationError } from '../errors.js';
 import { MAX_EXACT } from './decimal.js';
+import { isStorableText } from './text.js';
 import { isValidTimeZone } from './calendar.js';
 import { emptyPointsState } from './points.js';
 import { emptyStreak } from './streaks.js';
@@ -14,15 +15,6 @@ const MAX_USER_ID = 255;
 
 function fail(path: (string | number)[], message: string): never {
   throw new ValidationError(`${path.join('.')}: ${message}`, [{ path, message }]);
-}
-
-/**
- * True for text every store can keep exactly: well-formed UTF-16 (no lone surrogate, which UTF-8 databases
- * would turn into U+FFFD and so merge distinct strings) and no NUL character (PostgreSQL's text and jsonb
- * cannot hold it). Laurel refuses anything else up front, on every store alike.
- */
-export function isStorableText(value: string): boolean {
-  return !value.includes('\0') && (value as string & { isWellFormed(): boolean }).isWellFormed();
 }
 
 /** Validates a string input: type, length and storable text (see {@link isStorableText}). */

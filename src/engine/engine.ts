@@ -193,11 +193,13 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     }
   };
   const lock = new KeyedLock();
-  const context = (): CoreContext => {
-    const now = clock();
-    checkInstant(now, ['clock()']);
-    return { now, newId };
+  /** The engine's clock, checked: a clock that returns an invalid or out-of-range date fails the call typed. */
+  const now = (): Date => {
+    const value = clock();
+    checkInstant(value, ['clock()']);
+    return value;
   };
+  const context = (): CoreContext => ({ now: now(), newId });
 
   /** Runs `attempt` under the user's lock, retrying on conflicts. */
   async function withUser<R>(userId: string, attempt: (loaded: VersionedState | null) => Promise<R>): Promise<R> {
@@ -558,9 +560,9 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     /** Every leaderboard with its status (finished ones only with `includeFinished`). */
     async listLeaderboards(opts: { includeFinished?: boolean } = {}): Promise<(LeaderboardView & { status: BoardStatus })[]> {
       opts = opts ?? {};
-      const now = clock();
+      const today = now();
       return config.leaderboards
-        .map((b) => ({ ...leaderboardView(b), status: boardStatus(b, localDateOf(now, b.timeZone)) }))
+        .map((b) => ({ ...leaderboardView(b), status: boardStatus(b, localDateOf(today, b.timeZone)) }))
         .filter((b) => opts.includeFinished || b.status !== 'finished');
     },
 
@@ -573,7 +575,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const b = board(key as string);
       const limit = intIn(opts.limit, 'limit', 1, 1000, 10);
       const offset = intIn(opts.offset, 'offset', opts.userId === undefined ? 0 : -1_000_000, 1_000_000_000, 0);
-      const today = localDateOf(clock(), b.timeZone);
+      const today = localDateOf(now(), b.timeZone);
       const run = resolveRun(b, opts.run, today);
       if (opts.userAttributes !== undefined && opts.userAttributes !== null) checkAttributes(opts.userAttributes, config.index.userAttributes, ['userAttributes']);
       let attributes = opts.userAttributes ?? {};
@@ -623,7 +625,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         await engine.accrue(userId);
         state = (await loadOrThrow(userId)).state;
       }
-      const run = resolveRun(b, opts.run, localDateOf(clock(), b.timeZone));
+      const run = resolveRun(b, opts.run, localDateOf(now(), b.timeZone));
       const index = boardIndex(b.key, run.start, groupOf(b, state.user.attributes));
       const entry = await store.getEntry(index, userId);
       const history = numEvents > 0 ? await store.readRankHistory(index, userId, numEvents) : [];

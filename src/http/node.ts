@@ -17,19 +17,31 @@ export function toNodeListener(handler: FetchHandler, options: { maxBodyBytes?: 
   // Bodies are read into memory here (a web stream per request costs more than the whole event), up to
   // this cap; the handler applies its own, usually smaller, `maxBodyBytes` after that.
   const cap = options.maxBodyBytes ?? 1_048_576;
+  // A body over the cap is answered 413 at once and the rest of it is read and dropped, never kept: closing
+  // the socket while the client is still sending would make its TCP stack discard the 413 (a reset), so
+  // the client could not read it. Node's own `requestTimeout` bounds how long a body may keep coming.
   const readBody = (req: IncomingMessage) =>
     new Promise<Buffer | null>((resolve, reject) => {
-      const chunks: Buffer[] = [];
+      const declared = Number(req.headers['content-length']);
+      if (Number.isFinite(declared) && declared > cap) {
+        req.resume();
+        resolve(null);
+        return;
+      }
+      let chunks: Buffer[] = [];
       let size = 0;
-      req.on('data', (chunk: Buffer) => {
+      const onData = (chunk: Buffer) => {
         size += chunk.length;
         if (size > cap) {
+          chunks = [];
+          req.removeListener('data', onData);
+          req.resume();
           resolve(null);
-          req.destroy();
           return;
         }
         chunks.push(chunk);
-      });
+      };
+      req.on('data', onData);
       req.on('end', () => resolve(Buffer.concat(chunks)));
       req.on('error', reject);
     });
@@ -54,7 +66,6 @@ export function toNodeListener(handler: FetchHandler, options: { maxBodyBytes?: 
         if (hasBody && body === null) {
           res.statusCode = 413;
           res.setHeader('content-type', 'application/json; charset=utf-8');
-          res.setHeader('connection', 'close');
           res.end(JSON.stringify({ error: `Request body exceeds ${cap} bytes` }));
           return;
         }

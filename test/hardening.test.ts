@@ -1,0 +1,313 @@
+/**
+ * Hostile and unusual input: every public function answers bad input with a LaurelError and changes nothing;
+ * keys named after Object.prototype members work; numbers outside the exact range are refused; composite
+ * chains settle in linear time; attribute-gated achievements settle on every call; bodies over the node
+ * adapter's cap are answered 413 whatever their size.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyAccrue, applyCompletion, applyEvent, applyIdentify, createEngine, defineConfig, isLaurelError, replayResponse, viewState, type UserState } from '../src/index.js';
+import { createHttpHandler, toNodeListener } from '../src/http.js';
+import { createMemoryStore } from '../src/memory.js';
+import { sequentialIds } from '../src/testing/index.js';
+import { setup } from './helpers.js';
+
+const PROTO_KEYS = ['toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf', 'propertyIsEnumerable', 'toLocaleString', '__defineGetter__', '__lookupSetter__'] as const;
+
+const protoConfig = defineConfig({
+  metrics: [{ key: 'toString', name: 'Metric named toString' }, { key: 'valueOf', name: 'Metric named valueOf' }],
+  attributes: [{ key: 'hasOwnProperty', name: 'Attr', type: 'user' }, { key: 'isPrototypeOf', name: 'Event attr', type: 'event' }],
+  achievements: [
+    { key: 'valueOf', name: 'valueOf achievement', trigger: 'metric', metricKey: 'toString', metricValue: 2 },
+    { key: 'hasOwnProperty', name: 'hasOwnProperty achievement', trigger: 'metric', metricKey: 'valueOf', metricValue: 5 },
+    { key: 'toLocaleString', name: 'filtered', trigger: 'metric', metricKey: 'toString', metricValue: 1, eventAttributes: { isPrototypeOf: 'x' } },
+    { key: 'propertyIsEnumerable', name: 'composite', trigger: 'achievement', achievementKeys: ['valueOf', 'toLocaleString'] },
+  ],
+  streak: { frequency: 'daily', metrics: [{ key: 'toString', threshold: 1 }] },
+  pointsSystems: [{ key: 'toString', name: 'Points named toString', triggers: [{ type: 'metric', metricKey: 'toString', metricThreshold: 1, points: 3 }, { type: 'achievement', achievementKey: 'valueOf', points: 100 }] }],
+  leaderboards: [{ key: 'valueOf', name: 'Board named valueOf', rankBy: 'metric', metricKey: 'toString', start: '2026-01-01', breakdownAttributes: ['hasOwnProperty'] }],
+});
+
+describe('keys named after Object.prototype members', () => {
+  it('metrics, achievements, points systems, boards and attributes named toString/valueOf/hasOwnProperty work', async () => {
+    const t = setup(protoConfig);
+    const first = await t.engine.recordEvent('toString', { user: { id: 'p', attributes: { hasOwnProperty: 'g' } }, value: 1, attributes: { isPrototypeOf: 'x' } });
+    expect(first.total).toBe(1);
+    expect(first.achievements.map((a) => a.key)).toEqual(['toLocaleString']);
+    expect(first.points.toString).toMatchObject({ total: 3, added: 3 });
+    expect(first.points.valueOf).toBeUndefined();
+    expect(first.leaderboards.valueOf).toMatchObject({ rank: 1, value: 1, userAttributes: { hasOwnProperty: 'g' } });
+    expect(first.currentStreak.length).toBe(1);
+    const second = await t.engine.recordEvent('toString', { user: { id: 'p' }, value: 1 });
+    expect(second.achievements.map((a) => a.key)).toEqual(['valueOf', 'propertyIsEnumerable']);
+    expect(second.points.toString).toMatchObject({ total: 106 });
+    // hasOwnProperty (the achievement) is not completed just because an object has a method of that name.
+    const mine = await t.engine.getUserAchievements('p', { includeIncomplete: true });
+    expect(mine.find((a) => a.key === 'hasOwnProperty')).toMatchObject({ achievedAt: null, progress: { current: 0, target: 5 } });
+    expect((await t.engine.getUserMetric('p', 'valueOf')).current).toBe(0);
+    expect((await t.engine.getUserMetrics('p')).map((m) => [m.key, m.current])).toEqual([['toString', 2], ['valueOf', 0]]);
+    expect((await t.engine.getPointsSummary('p', 'toString')).total).toBe(106);
+    expect((await t.engine.getLeaderboard('valueOf', { userAttributes: { hasOwnProperty: 'g' } })).rankings).toMatchObject([{ userId: 'p', rank: 1, value: 2 }]);
+    await t.engine.recordEvent('valueOf', { user: { id: 'p' }, value: 5 });
+    expect((await t.engine.getUserAchievements('p')).map((a) => a.key).sort()).toEqual(['hasOwnProperty', 'propertyIsEnumerable', 'toLocaleString', 'valueOf']);
+  });
+
+  it('a state parsed from JSON (plain objects) is read by own keys only', () => {
+    const ctx = { now: new Date('2026-01-05T10:00:00Z'), newId: sequentialIds() };
+    const { state } = applyEvent(protoConfig, null, { metricKey: 'valueOf', user: { id: 'j' }, value: 1 }, ctx);
+    const plain = JSON.parse(JSON.stringify(state)) as UserState;
+    const next = applyEvent(protoConfig, plain, { metricKey: 'toString', user: { id: 'j' }, value: 1 }, ctx);
+    expect(next.response.total).toBe(1);
+    expect(Object.keys(next.state.achievements)).toEqual([]);
+    for (const key of PROTO_KEYS) expect(Object.hasOwn(next.state.metrics, key) ? next.state.metrics[key] : undefined).toBe(key === 'toString' ? '1' : key === 'valueOf' ? '1' : undefined);
+  });
+});
+
+describe('numbers outside the exact range', () => {
+  const config = defineConfig({
+    metrics: [{ key: 'm', name: 'M' }],
+    pointsSystems: [
+      { key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1_000_000 }] },
+      { key: 'big', name: 'Big', triggers: [{ type: 'time', timeUnit: 'hour', timeInterval: 1, points: 4_000_000_000_000_000 }] },
+    ],
+    leaderboards: [{ key: 'b', name: 'B', rankBy: 'metric', metricKey: 'm', start: '2026-01-01' }],
+  });
+
+  it('refuses values beyond 2^53 - 1 and non-finite values, recording nothing', async () => {
+    const t = setup(config);
+    for (const value of [1e308, -1e308, Number.MAX_SAFE_INTEGER + 2, Infinity, NaN]) {
+      await expect(t.engine.recordEvent('m', { user: { id: 'n' }, value })).rejects.toMatchObject({ code: 'VALIDATION' });
+    }
+    expect(t.store.userCount).toBe(0);
+  });
+
+  it('refuses an event whose total would leave the exact range; the state is unchanged', async () => {
+    const t = setup(config);
+    await t.engine.recordEvent('m', { user: { id: 'n' }, value: Number.MAX_SAFE_INTEGER - 1 });
+    const before = await t.store.loadUser('n');
+    await expect(t.engine.recordEvent('m', { user: { id: 'n' }, value: 5 })).rejects.toMatchObject({ code: 'VALIDATION', issues: [{ path: ['value'] }] });
+    expect(await t.store.loadUser('n')).toEqual(before);
+    // Totals that no double carries exactly are refused too, never silently rounded.
+    await t.engine.recordEvent('m', { user: { id: 'd' }, value: 0.30000000000000004 });
+    await expect(t.engine.recordEvent('m', { user: { id: 'd' }, value: 0.30000000000000004 })).rejects.toMatchObject({ code: 'VALIDATION' });
+  });
+
+  it('points never leave the exact range: awards are cut to fit 2^53 - 1 and nothing non-finite is stored', async () => {
+    const t = setup(config);
+    await t.engine.recordEvent('m', { user: { id: 'p' }, value: 9_100_000_000 });
+    const xp = await t.engine.getPointsSummary('p', 'xp');
+    expect(xp.total).toBe(Number.MAX_SAFE_INTEGER);
+    t.advance(10 * 3_600_000);
+    const big = await t.engine.getPointsSummary('p', 'big');
+    expect(big.total).toBe(Number.MAX_SAFE_INTEGER);
+    await t.engine.accrue('p');
+    const state = (await t.store.loadUser('p'))?.state;
+    expect(JSON.stringify(state)).not.toMatch(/Infinity|NaN|"total":null/);
+    expect(Number.isSafeInteger(state?.points.big?.total)).toBe(true);
+  });
+});
+
+describe('linear composite settling', () => {
+  it('a 12 000-deep composite chain compiles and settles in linear time without a stack overflow', async () => {
+    const n = 12_000;
+    const achievements = [
+      { key: 'a0', name: 'A0', trigger: 'metric' as const, metricKey: 'm', metricValue: 1 },
+      // Declared in reverse dependency order: the worst case for a settle-until-nothing-changes loop.
+      ...Array.from({ length: n }, (_, i) => ({ key: `a${n - i}`, name: `A${n - i}`, trigger: 'achievement' as const, achievementKeys: [`a${n - i - 1}`] })),
+    ];
+    const started = performance.now();
+    const config = defineConfig({ metrics: [{ key: 'm', name: 'M' }], achievements });
+    const t = setup(config);
+    const res = await t.engine.recordEvent('m', { user: { id: 'c' }, value: 1 });
+    expect(res.achievements).toHaveLength(n + 1);
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  it('a cycle in a long chain is still reported with its path', () => {
+    const n = 5_000;
+    const achievements = Array.from({ length: n }, (_, i) => ({ key: `c${i}`, name: `C${i}`, trigger: 'achievement' as const, achievementKeys: [`c${(i + 1) % n}`] }));
+    expect(() => defineConfig({ metrics: [{ key: 'm', name: 'M' }], achievements })).toThrow(/prerequisite cycle: c0 -> c1/);
+  });
+});
+
+describe('attribute-gated achievements', () => {
+  const config = defineConfig({
+    metrics: [{ key: 'lessons', name: 'Lessons' }, { key: 'cards', name: 'Cards' }],
+    attributes: [{ key: 'plan', name: 'Plan', type: 'user' }],
+    achievements: [
+      { key: 'pro-5', name: 'Pro five', trigger: 'metric', metricKey: 'lessons', metricValue: 5, userAttributes: { plan: 'pro' } },
+      { key: 'done', name: 'Done', trigger: 'achievement', achievementKeys: ['pro-5'] },
+    ],
+    pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'achievement', achievementKey: 'pro-5', points: 50 }] }],
+  });
+
+  it('unlock as soon as the user gains the attribute, by identify, update, an event on another metric or accrue', async () => {
+    for (const how of ['identify', 'update', 'other-event', 'accrue-after-direct-state'] as const) {
+      const t = setup(config);
+      await t.engine.recordEvent('lessons', { user: { id: 'g' }, value: 5 });
+      expect(await t.engine.getUserAchievements('g')).toEqual([]);
+      if (how === 'identify') await t.engine.identifyUser({ id: 'g', attributes: { plan: 'pro' } });
+      else if (how === 'update') await t.engine.updateUser('g', { attributes: { plan: 'pro' } });
+      else if (how === 'other-event') await t.engine.recordEvent('cards', { user: { id: 'g', attributes: { plan: 'pro' } }, value: 1 });
+      else {
+        await t.engine.updateUser('g', { attributes: { plan: 'pro' } });
+        await t.engine.accrue('g');
+      }
+      expect((await t.engine.getUserAchievements('g')).map((a) => a.key)).toEqual(['pro-5', 'done']);
+      expect((await t.engine.getPointsSummary('g', 'xp')).total).toBe(50);
+    }
+  });
+});
+
+describe('every public function throws only LaurelErrors for bad input', () => {
+  const config = defineConfig({
+    metrics: [{ key: 'm', name: 'M' }],
+    attributes: [{ key: 'city', name: 'City', type: 'user' }],
+    achievements: [{ key: 'api', name: 'API', trigger: 'api' }],
+    streak: { frequency: 'daily' },
+    pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }] }],
+    leaderboards: [{ key: 'b', name: 'B', rankBy: 'metric', metricKey: 'm', start: '2026-01-01', breakdownAttributes: ['city'] }],
+  });
+  const ctx = { now: new Date('2026-01-05T10:00:00Z'), newId: sequentialIds() };
+
+  it('undefined prior means a new user; bad contexts, configs and priors are ValidationErrors', () => {
+    expect(applyEvent(config, undefined, { metricKey: 'm', user: { id: 'u' }, value: 1 }, ctx).response.total).toBe(1);
+    expect(applyIdentify(config, undefined, { id: 'u' }, ctx).state.user.id).toBe('u');
+    const bad: [string, () => unknown][] = [
+      ['no context', () => applyEvent(config, null, { metricKey: 'm', user: { id: 'u' }, value: 1 }, undefined as never)],
+      ['invalid date', () => applyEvent(config, null, { metricKey: 'm', user: { id: 'u' }, value: 1 }, { now: new Date('nope'), newId: ctx.newId })],
+      ['year 50', () => applyEvent(config, null, { metricKey: 'm', user: { id: 'u' }, value: 1 }, { now: new Date('0050-01-01T00:00:00Z'), newId: ctx.newId })],
+      ['no newId', () => applyEvent(config, null, { metricKey: 'm', user: { id: 'u' }, value: 1 }, { now: ctx.now } as never)],
+      ['not a config', () => applyEvent({} as never, null, { metricKey: 'm', user: { id: 'u' }, value: 1 }, ctx)],
+      ['null event', () => applyEvent(config, null, null as never, ctx)],
+      ['garbage prior', () => applyEvent(config, { user: 5 } as never, { metricKey: 'm', user: { id: 'u' }, value: 1 }, ctx)],
+      ['prior metrics not strings', () => applyEvent(config, { user: { id: 'u', created: 'x', updated: 'x' }, metrics: { m: 5 } } as never, { metricKey: 'm', user: { id: 'u' }, value: 1 }, ctx)],
+      ['accrue without prior', () => applyAccrue(config, undefined as never, ctx)],
+      ['view without state', () => viewState(config, null as never, ctx)],
+      ['completion of unknown', () => applyCompletion(config, null, null as never, { id: 'u' }, ctx)],
+      ['replay of unknown metric', () => replayResponse(config, applyIdentify(config, null, { id: 'u' }, ctx).state, 'nope', 'e', 'k', ctx)],
+    ];
+    for (const [name, run] of bad) {
+      let thrown: unknown = null;
+      try {
+        run();
+      } catch (e) {
+        thrown = e;
+      }
+      expect(isLaurelError(thrown), `${name}: ${String(thrown)}`).toBe(true);
+    }
+  });
+
+  it('engine calls with fuzzed arguments reject only with LaurelErrors and never corrupt state', async () => {
+    let clockValue: unknown = new Date('2026-01-05T10:00:00Z');
+    const store = createMemoryStore();
+    const engine = createEngine({ config, store, clock: () => clockValue as Date, newId: sequentialIds() });
+    await engine.recordEvent('m', { user: { id: 'known', attributes: { city: 'x' } }, value: 3 });
+    const before = await store.loadUser('known');
+    const junk = fc.oneof(
+      fc.anything(),
+      fc.constantFrom(null, undefined, '', 'known', 'm', 'xp', 'b', 'api', '\u0000', '\uD800', 'a\uDC00b', 'toString', '__proto__', { id: 'known' }, { user: { id: 'x\u0000' }, value: 1 }, { user: { id: 'known' }, value: 1e308 }, { id: '\uD83D' }, { run: '0050-01-01' }, { userAttributes: { nope: '1' } }, { limit: -1 }, [], new Date('x')),
+    );
+    const methods = Object.keys(engine).filter((k) => typeof (engine as Record<string, unknown>)[k] === 'function');
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...methods), fc.array(junk, { maxLength: 4 }), fc.constantFrom<unknown>(new Date('2026-01-05T12:00:00Z'), new Date('bad'), new Date('0001-01-01T00:00:00Z'), 'not a date'), async (method, args, clock) => {
+        clockValue = clock;
+        try {
+          await (engine as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[method]?.(...args);
+        } catch (e) {
+          expect(isLaurelError(e), `${method}(${args.map((a) => { try { return JSON.stringify(a); } catch { return String(a); } }).join(', ')}) threw ${String(e)}`).toBe(true);
+        }
+      }),
+      { numRuns: 1500 },
+    );
+    const after = await store.loadUser('known');
+    // Only well-formed calls for "known" may have changed it; its metric total stays a valid decimal string.
+    expect(typeof after?.state.metrics.m).toBe('string');
+    expect(Number.isFinite(Number(after?.state.metrics.m))).toBe(true);
+    expect(before?.state.user.id).toBe('known');
+  }, 60_000);
+
+  it('NUL characters and lone surrogates are refused everywhere, up front', async () => {
+    const t = setup(config);
+    const bad = ['a\u0000b', '\uD800', 'x\uDFFFy', '\uDBFF'];
+    for (const s of bad) {
+      await expect(t.engine.recordEvent('m', { user: { id: s }, value: 1 })).rejects.toMatchObject({ code: 'VALIDATION' });
+      await expect(t.engine.recordEvent('m', { user: { id: 'ok', name: s }, value: 1 })).rejects.toMatchObject({ code: 'VALIDATION' });
+      await expect(t.engine.recordEvent('m', { user: { id: 'ok', attributes: { city: s } }, value: 1 })).rejects.toMatchObject({ code: 'VALIDATION' });
+      await expect(t.engine.recordEvent('m', { user: { id: 'ok' }, value: 1 }, { idempotencyKey: s })).rejects.toMatchObject({ code: 'VALIDATION' });
+      await expect(t.engine.getUser(s)).rejects.toMatchObject({ code: 'VALIDATION' });
+      await expect(t.engine.getLeaderboard('b', { userId: s })).rejects.toMatchObject({ code: 'VALIDATION' });
+      expect(() => defineConfig({ metrics: [{ key: 'm', name: s }] })).toThrow(/well-formed text/);
+    }
+    expect(t.store.userCount).toBe(0);
+    // Well-formed astral characters are fine.
+    await expect(t.engine.recordEvent('m', { user: { id: '🙂' }, value: 1 }, { idempotencyKey: '🙂' })).resolves.toMatchObject({ total: 1 });
+  });
+});
+
+describe('HTTP: bodies over the node adapter cap get a readable 413', () => {
+  const config = defineConfig({ metrics: [{ key: 'm', name: 'M' }] });
+  const engine = createEngine({ config });
+  let server: http.Server;
+  let port = 0;
+  beforeAll(async () => {
+    server = http.createServer(toNodeListener(createHttpHandler(engine, { apiKeys: ['k'] })));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  /** Sends `size` bytes of body in 64 KiB chunks (with or without Content-Length) and reads the status. */
+  function send(size: number, withLength: boolean): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const headers: Record<string, string | number> = { 'x-api-key': 'k', 'content-type': 'application/json' };
+      if (withLength) headers['content-length'] = size;
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/metrics/m/event', headers, agent: false }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      const chunk = Buffer.alloc(65_536, 0x20);
+      let sent = 0;
+      const pump = () => {
+        while (sent < size) {
+          const n = Math.min(chunk.length, size - sent);
+          sent += n;
+          if (!req.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void req.once('drain', pump);
+        }
+        req.end();
+      };
+      pump();
+    });
+  }
+
+  it('with and without Content-Length, at 2 MiB and 16 MiB', async () => {
+    for (const size of [2 * 1_048_576, 16 * 1_048_576]) {
+      for (const withLength of [true, false]) {
+        const res = await send(size, withLength);
+        expect(res.status, `${size} bytes, content-length ${withLength}`).toBe(413);
+        expect(JSON.parse(res.body)).toMatchObject({ error: expect.stringMatching(/exceeds/) });
+      }
+    }
+  });
+
+  it('a raw client that writes its whole body before reading still reads the 413', async () => {
+    const size = 4 * 1_048_576;
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1');
+      let data = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (c: string) => (data += c));
+      socket.on('error', reject);
+      socket.on('end', () => resolve(data));
+      socket.write(`POST /v1/metrics/m/event HTTP/1.1\r\nHost: x\r\nx-api-key: k\r\ncontent-type: application/json\r\ncontent-length: ${size}\r\nconnection: close\r\n\r\n`);
+      socket.end(Buffer.alloc(size, 0x20));
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 413/);
+  });
+});
