@@ -1,0 +1,213 @@
+/**
+ * The differential test: the same random calls (events, identify, updates, completions, accrue, reads, clock
+ * moves), hostile strings, numbers at the bounds and keys named after Object.prototype members included, go
+ * to an engine on the memory store, on the PostgreSQL store (the real server when LAUREL_PG_URL is set, else
+ * PGlite) and on PostgreSQL with Redis ranks (when LAUREL_REDIS_URL is set). Every response (or error code)
+ * and every final state must be identical: a rule that holds on one store and not another is a bug.
+ */
+import { PGlite } from '@electric-sql/pglite';
+import fc from 'fast-check';
+import Redis from 'ioredis';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createEngine, defineConfig, isLaurelError, withRankIndex, type Store } from '../src/index.js';
+import { createMemoryStore } from '../src/memory.js';
+import { createPostgresStore } from '../src/postgres.js';
+import { createRedisRankIndex } from '../src/redis.js';
+import { sequentialIds } from '../src/testing/index.js';
+import { PG_URL, REDIS_URL, uniq } from './servers.js';
+
+const config = defineConfig({
+  timeZone: 'America/Santiago',
+  metrics: [{ key: 'toString', name: 'Lessons' }, { key: 'quiz', name: 'Quizzes' }],
+  attributes: [{ key: 'valueOf', name: 'Plan', type: 'user' }, { key: 'device', name: 'Device', type: 'event' }],
+  achievements: [
+    { key: 'hasOwnProperty', name: 'Three', trigger: 'metric', metricKey: 'toString', metricValue: 3 },
+    { key: 'pro', name: 'Pro two', trigger: 'metric', metricKey: 'toString', metricValue: 2, userAttributes: { valueOf: 'pro' } },
+    { key: 'ios', name: 'On device', trigger: 'metric', metricKey: 'quiz', metricValue: 2, eventAttributes: { device: 'ios' } },
+    { key: 'valueOf', name: 'Onboarded', trigger: 'api' },
+    { key: 'streak2', name: 'Two days', trigger: 'streak', streakLength: 2 },
+    { key: 'all', name: 'All', trigger: 'achievement', achievementKeys: ['hasOwnProperty', 'valueOf'] },
+  ],
+  streak: { frequency: 'daily', freezes: { initial: 1, max: 2, autoEarn: { everyDays: 3, amount: 1 } } },
+  pointsSystems: [
+    {
+      key: 'toString',
+      name: 'XP',
+      levels: [{ key: 'a', name: 'A', points: 0 }, { key: 'b', name: 'B', points: 100 }],
+      triggers: [
+        { type: 'metric', metricKey: 'toString', metricThreshold: 1, points: 10 },
+        { type: 'achievement', achievementKey: 'valueOf', points: 50 },
+        { type: 'streak', streakLengthThreshold: 2, points: 5 },
+        { type: 'metric', metricKey: 'quiz', metricThreshold: 1, points: 1_000_000_000_000_000 },
+      ],
+    },
+    { key: 'energy', name: 'Energy', maxPoints: 3, triggers: [{ type: 'user_creation', points: 3 }, { type: 'time', timeUnit: 'day', timeInterval: 1, points: 1 }, { type: 'metric', metricKey: 'quiz', metricThreshold: 1, points: -1, blockIfOutOfPoints: true }] },
+  ],
+  leaderboards: [
+    { key: 'valueOf', name: 'Weekly', rankBy: 'metric', metricKey: 'toString', start: '2026-01-05', runUnit: 'day', runInterval: 7 },
+    { key: 'by-plan', name: 'By plan', rankBy: 'points', pointsSystemKey: 'toString', start: '2026-01-01', breakdownAttributes: ['valueOf'], maxParticipants: 3 },
+    { key: 'streaks', name: 'Streaks', rankBy: 'streak', start: '2026-01-01' },
+  ],
+});
+
+// Hostile but valid ids (code-unit order differs from UTF-8 byte order between U+E000 and U+1F600), plus
+// strings every store must refuse alike.
+const USERS = ['a', '\uE000', '😀', 'toString', '__proto__', 'x'.repeat(255)];
+const REFUSED = ['nul\u0000', '\uD800lone', 'x'.repeat(256), ''];
+const VALUES = [1, 2, 0.1, 0.2, -1, 0, 2.5, 9_007_199_254_740_990, -9_007_199_254_740_991, 0.30000000000000004, 1e308, Number.NaN];
+const ZONES = ['Europe/Paris', 'europe/paris', 'America/Santiago', 'Pacific/Kiritimati', 'Not/AZone'];
+
+type Op =
+  | { kind: 'event'; user: string; metric: string; value: number; attrs: Record<string, string>; key?: string; tz?: string; plan?: string }
+  | { kind: 'identify' | 'update'; user: string; plan?: string; name?: string; tz?: string }
+  | { kind: 'complete'; user: string }
+  | { kind: 'accrue'; user: string }
+  | { kind: 'read'; what: number; user: string }
+  | { kind: 'clock'; ms: number };
+
+/** Mostly valid choices, sometimes hostile ones: every store must accept and refuse exactly the same. */
+const mostly = <T,>(valid: readonly T[], hostile: readonly T[]) =>
+  fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...valid) }, { weight: 1, arbitrary: fc.constantFrom(...hostile) });
+const user = mostly(USERS, REFUSED);
+const tz = fc.option(mostly(ZONES.slice(0, 4), ZONES.slice(4)), { nil: undefined, freq: 2 });
+const op: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 10,
+    arbitrary: fc
+      .record({
+        user,
+        metric: mostly(['toString', 'quiz'], ['valueOf']),
+        value: mostly(VALUES.slice(0, 7), VALUES.slice(7)),
+        attrs: mostly([{}, { device: 'ios' }, { device: 'web' }], [{ nope: 'x' }, { device: 'a\u0000' }]),
+        key: fc.option(mostly(['k1', 'k2', 'k3'], ['k\uDC00', 'k\u0000']), { nil: undefined, freq: 2 }),
+        tz,
+        plan: fc.option(fc.constantFrom('pro', 'free'), { nil: undefined, freq: 2 }),
+      })
+      .map((e): Op => ({ kind: 'event', user: e.user, metric: e.metric, value: e.value, attrs: e.attrs, ...(e.key ? { key: e.key } : {}), ...(e.tz ? { tz: e.tz } : {}), ...(e.plan ? { plan: e.plan } : {}) })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc
+      .record({ kind: fc.constantFrom('identify' as const, 'update' as const), user, plan: fc.option(fc.constantFrom('pro', 'free'), { nil: undefined }), name: fc.option(mostly(['Ann', '😀'], ['n\u0000']), { nil: undefined }), tz })
+      .map((e): Op => ({ kind: e.kind, user: e.user, ...(e.plan ? { plan: e.plan } : {}), ...(e.name ? { name: e.name } : {}), ...(e.tz ? { tz: e.tz } : {}) })),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('complete' as const), user }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('accrue' as const), user }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('read' as const), what: fc.nat(11), user }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('clock' as const), ms: fc.constantFrom(0, 0, 1, 60_000, 3_600_000, 20 * 3_600_000, 86_400_000, 3 * 86_400_000) }) },
+);
+
+type Engine = ReturnType<typeof createEngine<typeof config>>;
+
+async function perform(engine: Engine, o: Op): Promise<unknown> {
+  switch (o.kind) {
+    case 'event': {
+      const u = { id: o.user, ...(o.tz ? { tz: o.tz } : {}), ...(o.plan ? { attributes: { valueOf: o.plan } } : {}) };
+      return engine.recordEvent(o.metric as 'quiz', { user: u, value: o.value, attributes: o.attrs }, o.key ? { idempotencyKey: o.key } : {});
+    }
+    case 'identify':
+      return engine.identifyUser({ id: o.user, ...(o.name ? { name: o.name } : {}), ...(o.tz ? { tz: o.tz } : {}), ...(o.plan ? { attributes: { valueOf: o.plan } } : {}) });
+    case 'update':
+      return engine.updateUser(o.user, { ...(o.plan ? { attributes: { valueOf: o.plan } } : {}), ...(o.name ? { name: o.name } : {}) });
+    case 'complete':
+      return engine.completeAchievement('valueOf', { user: { id: o.user } });
+    case 'accrue':
+      return engine.accrue(o.user);
+    case 'clock':
+      return null;
+    case 'read':
+      switch (o.what) {
+        case 0:
+          return engine.getUserMetrics(o.user);
+        case 1:
+          return engine.getPointsSummary(o.user, 'toString', { awards: 5 });
+        case 2:
+          return engine.getLeaderboard('valueOf', { limit: 10 });
+        case 3:
+          return engine.getLeaderboard('by-plan', { userId: o.user, offset: -1, limit: 3 });
+        case 4:
+          return engine.getUserLeaderboard(o.user, 'valueOf', { numEvents: 5 });
+        case 5:
+          return engine.getStreak(o.user, { historyPeriods: 5 });
+        case 6:
+          return engine.getUserAchievements(o.user, { includeIncomplete: true });
+        case 7:
+          return engine.listAchievements();
+        case 8:
+          return Promise.all([engine.getLevelSummary('toString'), engine.getPointsHistogram('energy')]);
+        case 9:
+          return engine.getPointsEventSummary(o.user, 'energy', { aggregation: 'daily', startDate: '2026-01-04', endDate: '2026-01-20' });
+        case 10:
+          return engine.getLeaderboard('streaks', { limit: 10 });
+        default:
+          return engine.simulateEvent('quiz', { user: { id: o.user }, value: 1 });
+      }
+  }
+}
+
+/** A call's outcome in comparable form: the result, or the error's code (every failure must be a LaurelError). */
+async function outcome(engine: Engine, o: Op): Promise<unknown> {
+  try {
+    return { ok: await perform(engine, o) };
+  } catch (error) {
+    if (!isLaurelError(error)) throw error;
+    return { error: error.code };
+  }
+}
+
+interface Backend {
+  name: string;
+  make: () => Promise<Store>;
+}
+
+const pool = PG_URL ? new pg.Pool({ connectionString: PG_URL, max: 4 }) : null;
+const lite = PG_URL ? null : new PGlite();
+const redis = REDIS_URL ? new Redis(REDIS_URL) : null;
+afterAll(async () => {
+  await pool?.end();
+  await lite?.close();
+  await redis?.quit();
+});
+
+async function postgres(ranks: 'sql' | 'none') {
+  const store = createPostgresStore({ client: (pool ?? lite) as never, schema: uniq('diff'), ranks });
+  await store.migrate();
+  return store;
+}
+
+const backends: Backend[] = [
+  { name: 'memory', make: async () => createMemoryStore() },
+  { name: PG_URL ? 'postgres (server)' : 'postgres (PGlite)', make: () => postgres('sql') },
+];
+if (redis) backends.push({ name: 'postgres + redis ranks', make: async () => withRankIndex(await postgres('none'), createRedisRankIndex({ redis, prefix: `${uniq('diff')}:` })) });
+
+describe(`differential: ${backends.map((b) => b.name).join(' = ')}`, () => {
+  it('the same random calls give identical responses, errors and final states on every store', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 10, maxLength: 60, size: 'max' }), async (ops) => {
+        const runs = await Promise.all(
+          backends.map(async (b) => {
+            let now = Date.parse('2026-01-05T03:30:00Z');
+            const store = await b.make();
+            const engine = createEngine({ config, store, clock: () => new Date(now), newId: sequentialIds('d') });
+            return { b, store, engine, tick: (ms: number) => (now += ms) };
+          }),
+        );
+        for (const [i, o] of ops.entries()) {
+          const results = [];
+          for (const r of runs) {
+            if (o.kind === 'clock') r.tick(o.ms);
+            results.push(await outcome(r.engine, o));
+          }
+          for (let k = 1; k < runs.length; k++) expect(results[k], `op ${i} ${JSON.stringify(o)} on ${runs[k]?.b.name}`).toEqual(results[0]);
+        }
+        const finals = await Promise.all(runs.map((r) => r.store.loadUsers(USERS)));
+        for (let k = 1; k < runs.length; k++) expect(finals[k], `final states on ${runs[k]?.b.name}`).toEqual(finals[0]);
+        const ledgers = await Promise.all(runs.map((r) => Promise.all(USERS.map((u) => r.store.readLedger({ userId: u, kind: 'points', key: 'toString', order: 'asc' })))));
+        for (let k = 1; k < runs.length; k++) expect(ledgers[k], `ledgers on ${runs[k]?.b.name}`).toEqual(ledgers[0]);
+      }),
+      { numRuns: PG_URL ? 30 : 12 },
+    );
+  }, 300_000);
+});
