@@ -79,7 +79,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
         user,
         metric: mostly(['toString', 'quiz'], ['valueOf']),
         value: mostly(VALUES.slice(0, 7), VALUES.slice(7)),
-        attrs: mostly([{}, { device: 'ios' }, { device: 'web' }], [{ nope: 'x' }, { device: 'a\u0000' }]),
+        attrs: mostly<Record<string, string>>([{}, { device: 'ios' }, { device: 'web' }], [{ nope: 'x' }, { device: 'a\u0000' }]),
         key: fc.option(mostly(['k1', 'k2', 'k3'], ['k\uDC00', 'k\u0000']), { nil: undefined, freq: 2 }),
         tz,
         plan: fc.option(fc.constantFrom('pro', 'free'), { nil: undefined, freq: 2 }),

@@ -9,7 +9,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyAccrue, applyCompletion, applyEvent, applyIdentify, createEngine, defineConfig, isLaurelError, replayResponse, viewState, type UserState } from '../src/index.js';
+import { addDecimal, applyAccrue, applyCompletion, applyEvent, applyIdentify, compareDecimal, createEngine, decimalOf, defineConfig, isLaurelError, replayResponse, viewState, type UserState } from '../src/index.js';
 import { createHttpHandler, toNodeListener } from '../src/http.js';
 import { createMemoryStore } from '../src/memory.js';
 import { sequentialIds } from '../src/testing/index.js';
@@ -229,6 +229,29 @@ describe('every public function throws only LaurelErrors for bad input', () => {
     expect(Number.isFinite(Number(after?.state.metrics.m))).toBe(true);
     expect(before?.state.user.id).toBe('known');
   }, 60_000);
+
+  it('the other public functions throw only LaurelErrors for junk arguments', () => {
+    const fns: [string, (...a: unknown[]) => unknown][] = [
+      ['defineConfig', defineConfig as never],
+      ['decimalOf', decimalOf as never],
+      ['addDecimal', addDecimal as never],
+      ['compareDecimal', compareDecimal as never],
+      ['createMemoryStore', createMemoryStore as never],
+      ['createEngine', createEngine as never],
+      ['createHttpHandler', (o: unknown) => createHttpHandler(createEngine({ config }), o as never)],
+    ];
+    const junk = fc.oneof(fc.anything(), fc.constantFrom('1e999999999', '1e-999999', '-', '', 'NaN', Infinity, -0, 1e308, null, undefined, { apiKeys: 5 }, { config: {} }));
+    fc.assert(
+      fc.property(fc.constantFrom(...fns), fc.array(junk, { maxLength: 3 }), ([name, fn], args) => {
+        try {
+          fn(...args);
+        } catch (e) {
+          expect(isLaurelError(e), `${name} threw ${String(e)}`).toBe(true);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
 
   it('NUL characters and lone surrogates are refused everywhere, up front', async () => {
     const t = setup(config);

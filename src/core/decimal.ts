@@ -5,6 +5,7 @@
  * any store can persist it. Arithmetic scales both operands to a common number of decimal places and works
  * on BigInt, so sums are exact to the places used by the inputs.
  */
+import { ValidationError } from '../errors.js';
 
 /** A decimal in canonical string form: optional "-", digits, optional "." and digits without trailing zeros. */
 export type DecimalString = string;
@@ -18,10 +19,12 @@ const ZERO: Scaled = { m: 0n, s: 0 };
 
 /** Parses a JS number or a decimal string (also "1e-7" / "1e+21" forms, as `String(number)` can produce). */
 function parse(input: number | string): Scaled {
-  const text = typeof input === 'number' ? String(input) : input;
+  const text = typeof input === 'number' ? String(input) : typeof input === 'string' ? input : '';
   const match = /^(-)?(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/i.exec(text);
-  if (!match) throw new RangeError(`Not a finite decimal: ${text}`);
+  if (!match) throw new ValidationError(`Not a finite decimal: ${text.length > 40 ? `${text.slice(0, 40)}...` : text}`, [{ path: [], message: 'must be a finite decimal' }]);
   const [, sign, intPart, fracPart = '', expPart] = match;
+  // Doubles need exponents within +-324; anything beyond would only expand into megabytes of zeros.
+  if (expPart && Math.abs(Number(expPart)) > 400) throw new ValidationError(`Decimal exponent out of range: ${expPart}`, [{ path: [], message: 'exponent out of range' }]);
   let digits = (intPart as string) + fracPart;
   let scale = fracPart.length - (expPart ? Number(expPart) : 0);
   if (scale < 0) {
@@ -65,6 +68,7 @@ interface Small {
 
 function small(input: number | string): Small | null {
   const text = typeof input === 'number' ? String(input) : input;
+  if (typeof text !== 'string') return null;
   if (text.length > 17 || !PLAIN.test(text)) return null;
   const dot = text.indexOf('.');
   const scale = dot < 0 ? 0 : text.length - dot - 1;
@@ -130,7 +134,7 @@ export function floorDivideDecimal(a: DecimalString | number, b: DecimalString |
     return Math.floor((sa.int * (POW10[scale - sa.scale] as number)) / (sb.int * (POW10[scale - sb.scale] as number)));
   }
   const [x, y] = align(parse(a), parse(b));
-  if (y <= 0n) throw new RangeError('floorDivideDecimal: divisor must be positive');
+  if (y <= 0n) throw new ValidationError('floorDivideDecimal: divisor must be positive');
   let q = x / y;
   if (x % y !== 0n && x < 0n) q -= 1n;
   return Number(q);

@@ -113,9 +113,10 @@ function userInput(body: Record<string, unknown>, id?: string): UserInput {
 export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, options: HttpHandlerOptions = {}): FetchHandler {
   // The engine's key types are literal unions; over the wire every key is a string checked at run time.
   const e = engine as unknown as Engine<LaurelConfig>;
+  options = options ?? {};
   const maxBody = options.maxBodyBytes ?? 65_536;
-  const keyDigests = (options.apiKeys ?? []).map(digest);
-  if (keyDigests.length === 0 && !options.verifyApiKey) throw new Error('createHttpHandler needs apiKeys or verifyApiKey');
+  const keyDigests = (Array.isArray(options.apiKeys) ? options.apiKeys : []).filter((k): k is string => typeof k === 'string' && k.length > 0).map(digest);
+  if (keyDigests.length === 0 && !options.verifyApiKey) throw new ValidationError('createHttpHandler needs apiKeys or verifyApiKey', [{ path: ['apiKeys'], message: 'at least one key, or verifyApiKey' }]);
   const startedAt = new Date().toISOString();
 
   async function authorised(request: Request): Promise<boolean> {

@@ -64,6 +64,7 @@ export interface MemoryStore extends Store {
  * ```
  */
 export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
+  options = options ?? {};
   const users = new Map<string, StoredUser>();
   const idempotency = new Map<string, IdempotencyRecord>();
   const ledgers = new Map<string, LedgerRow[]>();
