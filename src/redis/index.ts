@@ -8,20 +8,39 @@
  * - `{prefix}{index}:h`  hash user id -> "version|member|value" (a removed entry keeps "version||").
  * - `{prefix}{index}:r:<user>` list of daily rank-history rows, newest first, at most 100.
  * Each write runs as one Lua script: atomic, version-guarded, absolute.
+ *
+ * Every method call is bounded by one deadline (`timeoutMs`), whatever the client's own retry and
+ * offline-queue settings, and every failure leaves it as a `StorageUnavailableError`. A command that timed
+ * out may still run later (ioredis resends or flushes its queue when Redis comes back): writes are absolute
+ * and version-guarded, so such a late write is refused as stale if anything newer reached the index first.
  */
 import { createHash } from 'node:crypto';
+import { isLaurelErrorCode, StorageUnavailableError, ValidationError } from '../errors.js';
 import type { RankChange, RankedEntry, RankHistoryRow } from '../store/types.js';
 import type { RankIndex, VersionedWrite } from '../store/rank-index.js';
 
 /** The part of an ioredis client (or any client with `call`) that the index uses. */
 export interface RedisLike {
   call(command: string, ...args: (string | number)[]): Promise<unknown>;
+  /**
+   * ioredis' connection status. When it is `reconnecting`, `close` or `end`, calls fail at once with
+   * `StorageUnavailableError` instead of queueing commands until the deadline. Clients without it are fine.
+   */
+  readonly status?: string;
 }
 
 export interface RedisRankIndexOptions {
+  /** An ioredis client (`new Redis(url)`; its default options are fine) or anything with `call`. */
   redis: RedisLike;
   /** Key prefix (default `laurel:`). */
   prefix?: string;
+  /**
+   * The most any one method call may take, in milliseconds, all its commands included (a multi-write
+   * `apply`, an EVALSHA retried as EVAL after NOSCRIPT): default 1000. When it passes, the call rejects with
+   * `StorageUnavailableError` and sends no further command. A positive integer up to 2^31 - 1; keep it
+   * small (at most about 2000): the engine waits for it after a commit before answering with null ranks.
+   */
+  timeoutMs?: number;
   /** Seconds an index's keys live after its last write (e.g. finished runs), or null to keep them. */
   expireSeconds?: (index: string) => number | null;
 }
@@ -81,6 +100,10 @@ if ttl and ttl > 0 then
 end
 return {prevRank, rank, prevValue, newValue, 'ok'}
 `;
+/** Default bound on one method call. */
+const DEFAULT_TIMEOUT_MS = 1000;
+/** setTimeout's largest delay. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 const SHA = createHash('sha1').update(SCRIPT).digest('hex');
 
 const hex16 = (s: string) => {
@@ -111,21 +134,65 @@ const orNull = (v: unknown) => (v === '' || v === null || v === undefined ? null
  * ```
  */
 export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex {
+  if (typeof options !== 'object' || options === null) throw new ValidationError('createRedisRankIndex: options must be an object', [{ path: [], message: 'must be an object' }]);
   const { redis } = options;
+  if (typeof redis !== 'object' || redis === null || typeof redis.call !== 'function') {
+    throw new ValidationError('createRedisRankIndex: `redis` must be an ioredis client or have a `call` method', [{ path: ['redis'], message: 'must have a call method' }]);
+  }
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMER_MS) {
+    throw new ValidationError(`createRedisRankIndex: timeoutMs must be an integer from 1 to ${MAX_TIMER_MS}`, [{ path: ['timeoutMs'], message: `must be an integer from 1 to ${MAX_TIMER_MS}` }]);
+  }
   const prefix = options.prefix ?? 'laurel:';
   const keys = (index: string) => ({ z: `${prefix}{${index}}:z`, h: `${prefix}{${index}}:h`, r: (userId: string) => `${prefix}{${index}}:r:${userId}` });
 
-  async function run(args: (string | number)[]): Promise<unknown> {
+  /** Sends one command, unless the call's deadline has passed (then nothing more goes out for that call). */
+  type Send = (command: string, ...args: (string | number)[]) => Promise<unknown>;
+
+  /**
+   * Runs one method call under one deadline. On timeout or on any client error it rejects with
+   * `StorageUnavailableError` (the client's error as `cause`); the timer is cleared however the call ends.
+   */
+  async function bounded<T>(method: string, fn: (send: Send) => Promise<T>): Promise<T> {
+    const status = redis.status;
+    if (status === 'reconnecting' || status === 'close' || status === 'end') {
+      throw new StorageUnavailableError(`Redis rank index: ${method} failed: the Redis client is ${status === 'reconnecting' ? 'reconnecting' : 'disconnected'} (status ${status})`);
+    }
+    let expired = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const send: Send = (command, ...args) => {
+      if (expired) return Promise.reject(new Error(`deadline passed before ${command} was sent`));
+      return redis.call(command, ...args);
+    };
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        expired = true;
+        reject(new StorageUnavailableError(`Redis rank index: ${method} timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      (timer as { unref?: () => void }).unref?.();
+    });
     try {
-      return await redis.call('EVALSHA', SHA, 3, ...args);
+      // Promise.race subscribes to both, so a call that fails after the deadline is never an unhandled rejection.
+      return await Promise.race([fn(send), deadline]);
+    } catch (error) {
+      if (isLaurelErrorCode(error, 'STORAGE_UNAVAILABLE')) throw error;
+      throw new StorageUnavailableError(`Redis rank index: ${method} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function run(send: Send, args: (string | number)[]): Promise<unknown> {
+    try {
+      return await send('EVALSHA', SHA, 3, ...args);
     } catch (error) {
       if (!String((error as Error)?.message ?? error).includes('NOSCRIPT')) throw error;
-      return redis.call('EVAL', SCRIPT, 3, ...args);
+      return send('EVAL', SCRIPT, 3, ...args);
     }
   }
 
   return {
-    async apply(writes: readonly VersionedWrite[]): Promise<RankChange[]> {
+    apply: (writes: readonly VersionedWrite[]) => bounded('apply', async (send): Promise<RankChange[]> => {
       const out: RankChange[] = [];
       for (const w of writes) {
         const k = keys(w.index);
@@ -133,26 +200,26 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
         const remove = w.remove === true;
         const value = remove ? 0 : w.value;
         const reachedAt = remove ? new Date(0).toISOString() : w.reachedAt;
-        const reply = (await run([k.z, k.h, k.r(w.userId), w.userId, w.version, remove ? '1' : '0', memberOf(w.userId, reachedAt), String(-value || 0), String(value), w.date, ttl, w.unranked ? '0' : '1'])) as string[];
+        const reply = (await run(send, [k.z, k.h, k.r(w.userId), w.userId, w.version, remove ? '1' : '0', memberOf(w.userId, reachedAt), String(-value || 0), String(value), w.date, ttl, w.unranked ? '0' : '1'])) as string[];
         out.push({ index: w.index, userId: w.userId, previousRank: orNull(reply[0]), rank: orNull(reply[1]), previousValue: orNull(reply[2]), value: orNull(reply[3]) });
       }
       return out;
-    },
+    }),
 
-    async getEntry(index, userId): Promise<RankedEntry | null> {
+    getEntry: (index, userId) => bounded('getEntry', async (send): Promise<RankedEntry | null> => {
       const k = keys(index);
-      const cur = (await redis.call('HGET', k.h, userId)) as string | null;
+      const cur = (await send('HGET', k.h, userId)) as string | null;
       if (!cur) return null;
       const [, member = '', value = ''] = cur.split('|');
       if (member === '') return null;
-      const rank = (await redis.call('ZRANK', k.z, member)) as number | null;
+      const rank = (await send('ZRANK', k.z, member)) as number | null;
       return rank === null ? null : { userId, value: Number(value), reachedAt: parseMember(member).reachedAt, rank: Number(rank) + 1 };
-    },
+    }),
 
-    async readRange(index, offset, limit) {
+    readRange: (index, offset, limit) => bounded('readRange', async (send) => {
       const from = Math.max(0, offset);
       if (limit <= 0) return [];
-      const reply = (await redis.call('ZRANGE', keys(index).z, from, from + limit - 1, 'WITHSCORES')) as unknown[];
+      const reply = (await send('ZRANGE', keys(index).z, from, from + limit - 1, 'WITHSCORES')) as unknown[];
       // RESP2 replies flat [member, score, ...]; RESP3 nests [[member, score], ...].
       const flat = reply.flatMap((x) => (Array.isArray(x) ? x : [x])).map(String);
       const out: RankedEntry[] = [];
@@ -161,24 +228,24 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
         out.push({ userId, reachedAt, value: -Number(flat[i + 1]) || 0, rank: from + i / 2 + 1 });
       }
       return out;
-    },
+    }),
 
-    async countEntries(index, range) {
+    countEntries: (index, range) => bounded('countEntries', async (send) => {
       const z = keys(index).z;
-      if (!range || (range.min === undefined && range.max === undefined)) return Number(await redis.call('ZCARD', z));
+      if (!range || (range.min === undefined && range.max === undefined)) return Number(await send('ZCARD', z));
       // value >= min  <=>  score <= -min;  value < max  <=>  score > -max
       const low = range.max === undefined ? '-inf' : `(${-range.max}`;
       const high = range.min === undefined ? '+inf' : String(-range.min);
-      return Number(await redis.call('ZCOUNT', z, low, high));
-    },
+      return Number(await send('ZCOUNT', z, low, high));
+    }),
 
-    async readRankHistory(index, userId, limit): Promise<RankHistoryRow[]> {
+    readRankHistory: (index, userId, limit) => bounded('readRankHistory', async (send): Promise<RankHistoryRow[]> => {
       if (limit <= 0) return [];
-      const rows = (await redis.call('LRANGE', keys(index).r(userId), 0, limit - 1)) as string[];
+      const rows = (await send('LRANGE', keys(index).r(userId), 0, limit - 1)) as string[];
       return rows.map((row) => {
         const [date = '', previousRank, rank, previousValue, value] = row.split('|');
         return { date, previousRank: orNull(previousRank), rank: orNull(rank), previousValue: orNull(previousValue), value: orNull(value) };
       });
-    },
+    }),
   };
 }

@@ -1,0 +1,278 @@
+/**
+ * The Redis rank index answers within a bounded time, whatever the client's own retry settings, and reports
+ * every failure as a StorageUnavailableError. Fake clients pin down the deadline logic; a redis-server this
+ * file spawns (and stops) checks it against ioredis with its default options.
+ */
+import Redis from 'ioredis';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { isLaurelErrorCode, StorageUnavailableError, ValidationError } from '../src/errors.js';
+import { createRedisRankIndex, type RankIndex, type RedisLike } from '../src/redis.js';
+import { HAS_REDIS_SERVER, spawnRedis } from './redis.server.js';
+import { REDIS_URL, uniq } from './servers.js';
+
+type Outcome = { ok: true; value: unknown; ms: number } | { ok: false; error: unknown; ms: number } | { pending: true; ms: number };
+
+/** Settles `p` or gives up after `ms` (so a hanging call fails the test instead of hanging it). */
+async function settle(p: Promise<unknown>, ms = 4000): Promise<Outcome> {
+  const t0 = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const r = await Promise.race([
+      p.then(
+        (value) => ({ ok: true as const, value }),
+        (error: unknown) => ({ ok: false as const, error }),
+      ),
+      new Promise<{ pending: true }>((resolve) => {
+        timer = setTimeout(() => resolve({ pending: true }), ms);
+      }),
+    ]);
+    return { ...r, ms: performance.now() - t0 };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const W = { index: 'lb|x', userId: 'u', date: '2026-01-01' };
+const write = (version: number, value = 1) => ({ ...W, value, reachedAt: '2026-01-01T00:00:00.000Z', version });
+
+/** Every method of a rank index, called once. */
+const calls = (index: RankIndex): [string, () => Promise<unknown>][] => [
+  ['apply', () => index.apply([write(1)])],
+  ['getEntry', () => index.getEntry('lb|x', 'u')],
+  ['readRange', () => index.readRange('lb|x', 0, 10)],
+  ['countEntries', () => index.countEntries('lb|x')],
+  ['countEntries(range)', () => index.countEntries('lb|x', { min: 1 })],
+  ['readRankHistory', () => index.readRankHistory('lb|x', 'u', 10)],
+];
+
+function expectUnavailable(o: Outcome, label: string, maxMs: number, cause?: unknown) {
+  expect('pending' in o, `${label} still pending after ${Math.round(o.ms)} ms`).toBe(false);
+  expect(o, label).toMatchObject({ ok: false });
+  const error = (o as { error: unknown }).error;
+  expect(error, `${label}: ${String(error)}`).toBeInstanceOf(StorageUnavailableError);
+  expect(isLaurelErrorCode(error, 'STORAGE_UNAVAILABLE')).toBe(true);
+  expect((error as StorageUnavailableError).status).toBe(503);
+  if (cause !== undefined) expect((error as Error).cause, label).toBe(cause);
+  expect(o.ms, `${label} took ${Math.round(o.ms)} ms`).toBeLessThan(maxMs);
+}
+
+describe('Redis rank index: bounded time and typed failures (fake clients)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('rejects every method with StorageUnavailableError at the deadline when the client never answers', async () => {
+    const never: RedisLike = { call: () => new Promise(() => undefined) };
+    const index = createRedisRankIndex({ redis: never, timeoutMs: 150 });
+    for (const [label, call] of calls(index)) {
+      const o = await settle(call());
+      expectUnavailable(o, label, 600);
+      expect(o.ms, label).toBeGreaterThanOrEqual(140);
+      expect((o as { error: Error }).error.message).toMatch(/timed out after 150 ms/);
+    }
+  });
+
+  it('bounds calls by default (1000 ms) when no timeout is given', async () => {
+    const index = createRedisRankIndex({ redis: { call: () => new Promise(() => undefined) } });
+    const o = await settle(index.getEntry('lb|x', 'u'));
+    expectUnavailable(o, 'getEntry', 1500);
+    expect(o.ms).toBeGreaterThanOrEqual(990);
+  });
+
+  it('wraps every client error in StorageUnavailableError and keeps it as the cause', async () => {
+    const boom = new Error('ECONNRESET: boom');
+    const index = createRedisRankIndex({ redis: { call: () => Promise.reject(boom) } });
+    for (const [label, call] of calls(index)) expectUnavailable(await settle(call()), label, 500, boom);
+    const sync = createRedisRankIndex({
+      redis: {
+        call: () => {
+          throw boom;
+        },
+      },
+    });
+    for (const [label, call] of calls(sync)) expectUnavailable(await settle(call()), `sync ${label}`, 500, boom);
+  });
+
+  it('keeps an EVALSHA -> NOSCRIPT -> EVAL fallback inside the one deadline', async () => {
+    const seen: string[] = [];
+    const slow: RedisLike = {
+      call: (command) => {
+        seen.push(command);
+        return new Promise((resolve, reject) =>
+          setTimeout(() => (command === 'EVALSHA' ? reject(new Error('NOSCRIPT No matching script.')) : resolve(['', '1', '', '1', 'ok'])), 250),
+        );
+      },
+    };
+    const index = createRedisRankIndex({ redis: slow, timeoutMs: 400 });
+    const o = await settle(index.apply([write(1)]));
+    // EVALSHA answers at 250 ms, EVAL would at 500 ms: the call must fail at 400 ms, not succeed late.
+    expectUnavailable(o, 'apply', 480);
+    expect(seen).toEqual(['EVALSHA', 'EVAL']);
+    // And a fallback that fits in the deadline succeeds.
+    const ok = await settle(createRedisRankIndex({ redis: slow, timeoutMs: 800 }).apply([write(1)]));
+    expect(ok).toMatchObject({ ok: true, value: [{ rank: 1, value: 1 }] });
+  });
+
+  it('gives a multi-write apply one deadline for the whole call and sends nothing after it', async () => {
+    let sent = 0;
+    const slow: RedisLike = {
+      call: () => {
+        sent += 1;
+        return new Promise((resolve) => setTimeout(() => resolve(['', '1', '', '1', 'ok']), 150));
+      },
+    };
+    const index = createRedisRankIndex({ redis: slow, timeoutMs: 400 });
+    const o = await settle(index.apply([1, 2, 3, 4, 5, 6].map((v) => ({ ...write(v), userId: `u${v}` }))));
+    expectUnavailable(o, 'apply', 480);
+    await new Promise((r) => setTimeout(r, 600));
+    // Writes 1-3 were sent at 0, 150 and 300 ms; the deadline passed while the third ran.
+    expect(sent).toBe(3);
+  });
+
+  it('fails at once, without queueing a command, while an ioredis client reports that it is reconnecting', async () => {
+    let sent = 0;
+    const client = { status: 'reconnecting', call: () => ((sent += 1), new Promise(() => undefined)) };
+    const index = createRedisRankIndex({ redis: client, timeoutMs: 1000 });
+    for (const [label, call] of calls(index)) {
+      const o = await settle(call());
+      expectUnavailable(o, label, 50);
+      expect((o as { error: Error }).error.message).toMatch(/reconnecting/);
+    }
+    expect(sent).toBe(0);
+    let answered = 0;
+    const ready = createRedisRankIndex({ redis: { status: 'ready', call: async () => ((answered += 1), null) } });
+    expect(await ready.getEntry('lb|x', 'u')).toBeNull();
+    expect(answered).toBe(1);
+  });
+
+  it('clears its timer when a call settles', async () => {
+    vi.useFakeTimers();
+    const ok = createRedisRankIndex({ redis: { call: async () => null }, timeoutMs: 1000 });
+    expect(await ok.getEntry('lb|x', 'u')).toBeNull();
+    expect(vi.getTimerCount()).toBe(0);
+    const failing = createRedisRankIndex({ redis: { call: async () => Promise.reject(new Error('x')) }, timeoutMs: 1000 });
+    await expect(failing.readRange('lb|x', 0, 1)).rejects.toBeInstanceOf(StorageUnavailableError);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('rejects invalid options with a ValidationError', () => {
+    const redis: RedisLike = { call: async () => null };
+    for (const timeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31, '1000' as unknown as number]) {
+      expect(() => createRedisRankIndex({ redis, timeoutMs }), String(timeoutMs)).toThrow(ValidationError);
+    }
+    expect(() => createRedisRankIndex({ redis: null as unknown as RedisLike })).toThrow(ValidationError);
+    expect(() => createRedisRankIndex(undefined as never)).toThrow(ValidationError);
+  });
+});
+
+describe.skipIf(!REDIS_URL)('Redis rank index: a timed-out write that runs late (needs LAUREL_REDIS_URL)', () => {
+  const real = REDIS_URL ? new Redis(REDIS_URL) : null;
+  afterAll(async () => {
+    await real?.quit();
+  });
+
+  it('never undoes a newer value: writes are absolute and version-guarded', async () => {
+    const redis = real as Redis;
+    const prefix = `${uniq('late')}:`;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const late: Promise<unknown>[] = [];
+    // Holds every command, as ioredis' offline queue holds them while Redis is away, and sends it later.
+    const held: RedisLike = {
+      call: (command, ...args) => {
+        const p = gate.then(() => redis.call(command, ...args));
+        late.push(p.catch((e: unknown) => e));
+        return p;
+      },
+    };
+    const slow = createRedisRankIndex({ redis: held, prefix, timeoutMs: 100 });
+    const fast = createRedisRankIndex({ redis, prefix });
+    const at = (s: number) => `2026-01-01T00:00:0${s}.000Z`;
+    // Loads the script, so the late EVALSHA really runs instead of failing with NOSCRIPT.
+    await fast.apply([{ ...W, value: 5, reachedAt: at(1), version: 1 }]);
+    await fast.apply([{ ...W, userId: 'v', value: 9, reachedAt: at(1), version: 1 }]);
+
+    await expect(slow.apply([{ ...W, value: 50, reachedAt: at(2), version: 2 }])).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(slow.apply([{ ...W, userId: 'v', remove: true, version: 2 }])).rejects.toBeInstanceOf(StorageUnavailableError);
+    // Newer writes land while the old ones are still queued.
+    await fast.apply([{ ...W, value: 7, reachedAt: at(3), version: 3 }]);
+    await fast.apply([{ ...W, userId: 'v', value: 11, reachedAt: at(3), version: 3 }]);
+    const before = await fast.readRange('lb|x', 0, 10);
+    const historyBefore = await fast.readRankHistory('lb|x', 'u', 10);
+
+    release();
+    const replies = (await Promise.all(late)) as unknown[][];
+    // Both late scripts ran, and both were refused as stale.
+    expect(replies.map((r) => r[4])).toEqual(['stale', 'stale']);
+    expect(await fast.readRange('lb|x', 0, 10)).toEqual(before);
+    expect(before.map((e) => [e.userId, e.value])).toEqual([
+      ['v', 11],
+      ['u', 7],
+    ]);
+    expect(await fast.readRankHistory('lb|x', 'u', 10)).toEqual(historyBefore);
+  });
+});
+
+describe.skipIf(!HAS_REDIS_SERVER)('Redis rank index against a redis-server that goes down (needs redis-server on PATH)', () => {
+  it('with default ioredis options, every call fails within the bound while Redis is down and works again once it is back', async () => {
+    const server = await spawnRedis();
+    const redis = new Redis(server.url);
+    redis.on('error', () => undefined); // keeps ioredis from logging "Unhandled error event"
+    try {
+      const index = createRedisRankIndex({ redis, prefix: 'down:' });
+      expect(await index.apply([write(1, 3)])).toMatchObject([{ rank: 1, value: 3 }]);
+      await server.stop();
+      for (let round = 0; round < 3; round++) {
+        for (const [label, call] of calls(index)) expectUnavailable(await settle(call()), `${label} (round ${round})`, 1500);
+      }
+      await server.start();
+      // Back, and empty: once ioredis has reconnected (its retry delay is at most 2 s), calls succeed.
+      let outcome: Outcome = { pending: true, ms: 0 };
+      const until = Date.now() + 8000;
+      while (Date.now() < until) {
+        outcome = await settle(index.apply([write(2, 4)]));
+        if ('ok' in outcome && outcome.ok) break;
+        expectUnavailable(outcome, 'apply while reconnecting', 1500);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(outcome).toMatchObject({ ok: true, value: [{ rank: 1, value: 4 }] });
+      expect(await index.readRange('lb|x', 0, 10)).toMatchObject([{ userId: 'u', value: 4, rank: 1 }]);
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('with default ioredis options, a frozen redis-server (connection open, nothing answers) costs a call at most the deadline', async () => {
+    const server = await spawnRedis();
+    const redis = new Redis(server.url);
+    redis.on('error', () => undefined);
+    try {
+      const index = createRedisRankIndex({ redis, prefix: 'frozen:', timeoutMs: 300 });
+      const at = '2026-01-01T00:00:00.000Z';
+      expect(await index.apply([{ ...W, value: 3, reachedAt: at, version: 1 }])).toMatchObject([{ rank: 1, value: 3 }]);
+      server.pause();
+      expect(redis.status).toBe('ready');
+      const frozen: [string, () => Promise<unknown>][] = [
+        ['apply', () => index.apply([{ ...W, value: 50, reachedAt: at, version: 2 }])],
+        ['getEntry', () => index.getEntry('lb|x', 'u')],
+        ['readRange', () => index.readRange('lb|x', 0, 10)],
+        ['countEntries', () => index.countEntries('lb|x', { min: 1 })],
+        ['readRankHistory', () => index.readRankHistory('lb|x', 'u', 10)],
+      ];
+      for (const [label, call] of frozen) {
+        const o = await settle(call());
+        expectUnavailable(o, label, 800);
+        expect(o.ms, label).toBeGreaterThanOrEqual(290);
+      }
+      server.resume();
+      // The timed-out apply (version 2) is still in ioredis' queue and runs now; version 3 lands after it.
+      expect(await index.apply([{ ...W, value: 7, reachedAt: at, version: 3 }])).toMatchObject([{ rank: 1, value: 7 }]);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await index.readRange('lb|x', 0, 10)).toMatchObject([{ userId: 'u', value: 7, rank: 1 }]);
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+});
