@@ -43,6 +43,7 @@ const calls = (index: RankIndex): [string, () => Promise<unknown>][] => [
   ['countEntries', () => index.countEntries('lb|x')],
   ['countEntries(range)', () => index.countEntries('lb|x', { min: 1 })],
   ['readRankHistory', () => index.readRankHistory('lb|x', 'u', 10)],
+  ['scanUsers', () => index.scanUsers('lb|x', '0', 10)],
 ];
 
 function expectUnavailable(o: Outcome, label: string, maxMs: number, cause?: unknown) {
@@ -122,11 +123,42 @@ describe('Redis rank index: bounded time and typed failures (fake clients)', () 
       },
     };
     const index = createRedisRankIndex({ redis: slow, timeoutMs: 400 });
-    const o = await settle(index.apply([1, 2, 3, 4, 5, 6].map((v) => ({ ...write(v), userId: `u${v}` }))));
+    // Six writes to one (index, user) go one after another, in order.
+    const o = await settle(index.apply([1, 2, 3, 4, 5, 6].map((v) => write(v, v))));
     expectUnavailable(o, 'apply', 480);
     await new Promise((r) => setTimeout(r, 600));
     // Writes 1-3 were sent at 0, 150 and 300 ms; the deadline passed while the third ran.
     expect(sent).toBe(3);
+  });
+
+  it('pipelines writes to different entries, so a large batch fits in the deadline', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const order: string[] = [];
+    const slow: RedisLike = {
+      call: (_command, ...args) => {
+        inFlight += 1;
+        most = Math.max(most, inFlight);
+        order.push(`${String(args[5])}@${String(args[6])}`);
+        return new Promise((resolve) =>
+          setTimeout(() => {
+            inFlight -= 1;
+            resolve(['', '1', '', '1', 'ok']);
+          }, 100),
+        );
+      },
+    };
+    const index = createRedisRankIndex({ redis: slow, timeoutMs: 400 });
+    const writes = Array.from({ length: 200 }, (_, i) => ({ ...write(1, i + 1), userId: `u${i}` }));
+    // A second write to u0 must follow the first.
+    writes.push({ ...write(2, 7), userId: 'u0' });
+    const o = await settle(index.apply(writes));
+    expect(o).toMatchObject({ ok: true });
+    expect((o as { value: unknown[] }).value).toHaveLength(201);
+    expect(o.ms).toBeLessThan(350);
+    expect(most).toBe(200);
+    expect(order.indexOf('u0@2')).toBeGreaterThan(order.indexOf('u0@1'));
+    expect(order.indexOf('u0@2')).toBe(200);
   });
 
   it('fails at once, without queueing a command, while an ioredis client reports that it is reconnecting', async () => {

@@ -5,7 +5,8 @@
  * - `{prefix}{index}:z`  sorted set; score = -value, member = zero-padded reachedAt millis + ":" + the user
  *   id as UTF-16 hex. Ascending (score, member) is exactly Laurel's order: higher value, earlier reachedAt,
  *   smaller user id (code-unit order, as in the memory store).
- * - `{prefix}{index}:h`  hash user id -> "version|member|value" (a removed entry keeps "version||").
+ * - `{prefix}{index}:h`  hash user id -> "version|member|value" (a removed entry keeps "version||", so an
+ *   older write that arrives late is still refused; `scanUsers` lists the hash's live entries).
  * - `{prefix}{index}:r:<user>` list of daily rank-history rows, newest first, at most 100.
  * Each write runs as one Lua script: atomic, version-guarded, absolute.
  *
@@ -146,7 +147,7 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
   const prefix = options.prefix ?? 'laurel:';
   const keys = (index: string) => ({ z: `${prefix}{${index}}:z`, h: `${prefix}{${index}}:h`, r: (userId: string) => `${prefix}{${index}}:r:${userId}` });
 
-  /** Sends one command, unless the call's deadline has passed (then nothing more goes out for that call). */
+  /** Sends one command, unless the call has settled or its deadline has passed (then nothing more goes out for it). */
   type Send = (command: string, ...args: (string | number)[]) => Promise<unknown>;
 
   /**
@@ -178,6 +179,8 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
       if (isLaurelErrorCode(error, 'STORAGE_UNAVAILABLE')) throw error;
       throw new StorageUnavailableError(`Redis rank index: ${method} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     } finally {
+      // Settled (answered, failed or timed out): nothing more goes out for this call.
+      expired = true;
       clearTimeout(timer);
     }
   }
@@ -193,16 +196,30 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
 
   return {
     apply: (writes: readonly VersionedWrite[]) => bounded('apply', async (send): Promise<RankChange[]> => {
-      const out: RankChange[] = [];
-      for (const w of writes) {
+      const one = async (w: VersionedWrite): Promise<RankChange> => {
         const k = keys(w.index);
         const ttl = options.expireSeconds?.(w.index) ?? 0;
         const remove = w.remove === true;
         const value = remove ? 0 : w.value;
         const reachedAt = remove ? new Date(0).toISOString() : w.reachedAt;
         const reply = (await run(send, [k.z, k.h, k.r(w.userId), w.userId, w.version, remove ? '1' : '0', memberOf(w.userId, reachedAt), String(-value || 0), String(value), w.date, ttl, w.unranked ? '0' : '1'])) as string[];
-        out.push({ index: w.index, userId: w.userId, previousRank: orNull(reply[0]), rank: orNull(reply[1]), previousValue: orNull(reply[2]), value: orNull(reply[3]) });
-      }
+        return { index: w.index, userId: w.userId, previousRank: orNull(reply[0]), rank: orNull(reply[1]), previousValue: orNull(reply[2]), value: orNull(reply[3]) };
+      };
+      // Writes to the same (index, user) run one after another, in order; different ones are pipelined, so a
+      // large batch (a rebuild's) costs about one round trip, not one per write, and fits in the deadline.
+      const chains = new Map<string, number[]>();
+      writes.forEach((w, i) => {
+        const key = `${w.index}\u0000${w.userId}`;
+        const chain = chains.get(key);
+        if (chain) chain.push(i);
+        else chains.set(key, [i]);
+      });
+      const out: RankChange[] = new Array(writes.length);
+      await Promise.all(
+        [...chains.values()].map(async (chain) => {
+          for (const i of chain) out[i] = await one(writes[i] as VersionedWrite);
+        }),
+      );
       return out;
     }),
 
@@ -246,6 +263,18 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
         const [date = '', previousRank, rank, previousValue, value] = row.split('|');
         return { date, previousRank: orNull(previousRank), rank: orNull(rank), previousValue: orNull(previousValue), value: orNull(value) };
       });
+    }),
+
+    scanUsers: (index, cursor, count) => bounded('scanUsers', async (send) => {
+      // HSCAN of the hash: a removed entry stays there as "version||" (to refuse older writes) and is skipped.
+      const reply = (await send('HSCAN', keys(index).h, cursor, 'COUNT', Math.max(1, Math.floor(count) || 1))) as [unknown, unknown[]];
+      const flat = (reply[1] ?? []).flatMap((x) => (Array.isArray(x) ? x : [x])).map(String);
+      const users: { userId: string; version: number }[] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const [version = '', member = ''] = (flat[i + 1] as string).split('|');
+        if (member !== '') users.push({ userId: flat[i] as string, version: Number(version) });
+      }
+      return { cursor: String(reply[0]), users };
     }),
   };
 }

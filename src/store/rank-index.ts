@@ -3,7 +3,7 @@
  * (e.g. Redis sorted sets, `laurel/redis`) answers ranks and pages. `withRankIndex` joins the two.
  */
 import type { LeaderboardWrite } from '../core/types.js';
-import type { RankChange, RankedEntry, RankHistoryRow, Store } from './types.js';
+import type { RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
 
 /** A leaderboard write tagged with the user's committed version, so late writes never undo newer ones. */
 export type VersionedWrite = LeaderboardWrite & { version: number };
@@ -11,15 +11,30 @@ export type VersionedWrite = LeaderboardWrite & { version: number };
 /** The ordered-index half of the Store contract, with the same ordering and history rules. */
 export interface RankIndex {
   /**
-   * Applies absolute writes in order and returns each one's rank before and after.
-   * MUST ignore a write whose `version` is lower than the version already applied for (index, user).
-   * MUST be idempotent: applying the same write twice leaves the index as after the first.
+   * Applies absolute writes and returns each one's rank before and after (in the order of `writes`).
+   * MUST apply writes to the same (index, user) in the order given; MAY apply writes to different ones
+   * concurrently. MUST ignore a write whose `version` is lower than the version already applied for
+   * (index, user), also after that entry was removed. MUST be idempotent: applying the same write twice
+   * leaves the index as after the first. SHOULD bound its time and reject with `StorageUnavailableError`
+   * when the index cannot answer (the Redis index does, see `timeoutMs`); a write it gave up on MAY still
+   * land later, which the version rule makes harmless.
    */
   apply(writes: readonly VersionedWrite[]): Promise<RankChange[]>;
   getEntry(index: string, userId: string): Promise<RankedEntry | null>;
   readRange(index: string, offset: number, limit: number): Promise<RankedEntry[]>;
   countEntries(index: string, range?: { min?: number; max?: number }): Promise<number>;
   readRankHistory(index: string, userId: string, limit: number): Promise<RankHistoryRow[]>;
+  /**
+   * One page of the users that hold an entry in `index`, each with the version of the write that set it:
+   * the index's side of `rebuildRankIndex`. Start with cursor `'0'`; the scan is complete when the returned
+   * cursor is `'0'` again. `count` is a hint for the page size.
+   * - MUST return, at least once over a complete scan, every user that holds an entry for the whole scan.
+   * - MUST NOT return a user whose entry was removed before the scan started (a removal the index remembers
+   *   only to refuse older writes is no entry).
+   * - MAY return a user more than once, and MAY or MAY NOT return users whose entries change during the scan.
+   * - Cost: O(count) per page (plus what the index holds for removed entries), never O(n) in one call.
+   */
+  scanUsers(index: string, cursor: string, count: number): Promise<{ cursor: string; users: { userId: string; version: number }[] }>;
 }
 
 export interface WithRankIndexOptions {
@@ -60,26 +75,77 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
   };
 }
 
-/** A store that can list an index's entries with the committed version of each user (the Postgres store can). */
+/**
+ * What `rebuildRankIndex` reads: the store's own, authoritative entries (the Postgres store is one). Pass the
+ * store itself, never the `withRankIndex` wrapper (whose reads come from the rank index).
+ */
 export interface RankIndexSource {
+  /**
+   * One page of an index in rank order, each entry with its user's committed version.
+   * MUST read each entry and its version together (one snapshot), so an entry is never paired with a version
+   * older than the commit that wrote it.
+   */
   scanEntries(index: string, offset: number, limit: number): Promise<(RankedEntry & { version: number })[]>;
+  /** Users' committed versions (as `Store.loadUsers`: in order, null for an unknown user). MUST read committed data. */
+  loadUsers(userIds: readonly string[]): Promise<(VersionedState | null)[]>;
+  /** A user's entry in an index (as `Store.getEntry`), from the store's own entries. MUST read committed data. */
+  getEntry(index: string, userId: string): Promise<RankedEntry | null>;
 }
 
 /**
  * Rebuilds one index of a rank index from the store's authoritative entries, e.g. after Redis lost its data
- * or missed writes while it was down. Writes carry each user's committed version, so anything newer that
- * reached the index meanwhile is kept. Rank history is not rewritten. Returns the number of entries copied.
- * Cost: O(n) in the index's size: a maintenance operation, not a per-request one.
+ * or missed writes while it was down. Afterwards the index holds exactly the store's entries (same users,
+ * values, reachedAt, order) as of the rebuild, and nothing newer is undone: every write carries the version
+ * its value belongs to, and the version guard of `RankIndex.apply` refuses it if a newer write got there first.
+ *
+ * 1. Copy: every entry of the store's index, with its user's committed version.
+ * 2. Prune: every user the rank index holds (`scanUsers`) that the copy did not see is checked again in the
+ *    store, version first (`loadUsers`), entry second (`getEntry`): still absent, it is removed with that
+ *    version (a commit that put it back since has a higher one and wins); present after all (it moved during
+ *    the copy's paging), it is copied with that version. A user the store does not know at all is removed
+ *    with the version the rank index holds for it.
+ *
+ * Rank history is not rewritten. Returns the number of entries copied (step 1).
+ * Cost: O(n) reads and writes and O(n) memory (the copied user ids) in the index's size: a maintenance
+ * operation, not a per-request one. Writes that land during the rebuild are kept; run it again if the store
+ * changed a lot meanwhile and exactness at one instant matters.
  */
 export async function rebuildRankIndex(source: RankIndexSource, rankIndex: RankIndex, index: string, options: { batch?: number } = {}): Promise<number> {
   const batch = options.batch ?? 1000;
+  const copiedUsers = new Set<string>();
+  const date = new Date().toISOString().slice(0, 10);
   let copied = 0;
   for (let offset = 0; ; offset += batch) {
     const page = await source.scanEntries(index, offset, batch);
     if (page.length === 0) break;
+    for (const e of page) copiedUsers.add(e.userId);
     await rankIndex.apply(page.map((e) => ({ index, userId: e.userId, value: e.value, reachedAt: e.reachedAt, date: e.reachedAt.slice(0, 10), version: e.version, unranked: true })));
     copied += page.length;
     if (page.length < batch) break;
   }
+  let cursor = '0';
+  do {
+    const page = await rankIndex.scanUsers(index, cursor, batch);
+    cursor = page.cursor;
+    const extra = new Map<string, number>();
+    for (const u of page.users) if (!copiedUsers.has(u.userId)) extra.set(u.userId, u.version);
+    if (extra.size === 0) continue;
+    const ids = [...extra.keys()];
+    // Version first, entry second: an entry that comes back after the version was read comes with a newer version.
+    const states = await source.loadUsers(ids);
+    const writes: VersionedWrite[] = [];
+    for (const [i, userId] of ids.entries()) {
+      const version = states[i]?.version ?? (extra.get(userId) as number);
+      const entry = await source.getEntry(index, userId);
+      if (entry && states[i]) {
+        copiedUsers.add(userId);
+        writes.push({ index, userId, value: entry.value, reachedAt: entry.reachedAt, date: entry.reachedAt.slice(0, 10), version, unranked: true });
+      } else if (!entry) {
+        writes.push({ index, userId, remove: true, date, version, unranked: true });
+      }
+      // (An entry for a user that was unknown a moment ago was just created: its own write carries its version.)
+    }
+    if (writes.length > 0) await rankIndex.apply(writes);
+  } while (cursor !== '0');
   return copied;
 }
