@@ -1,7 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createEngine, defineConfig, type Store } from '../src/index.js';
+import { createEngine, defineConfig, StorageUnavailableError, type Store } from '../src/index.js';
 import { createMemoryStore } from '../src/memory.js';
 import { createPostgresStore, type Queryable } from '../src/postgres.js';
 import { arbEventSequence, sequentialIds } from '../src/testing/index.js';
@@ -134,13 +134,17 @@ describe('faults', () => {
       const before = await snapshot(store);
       client.failAt(failAt);
       const outcome = await engine.recordEvent('lessons', { user: last.user, value: last.value }, { idempotencyKey: last.idempotencyKey as string }).then(
-        () => 'ok',
-        (e: Error) => e.message,
+        () => 'ok' as const,
+        (e: unknown) => e,
       );
       client.heal();
       if (outcome !== 'ok') {
         failures++;
-        expect(outcome).toBe('Connection terminated unexpectedly');
+        // The store's own typed error, the driver's kept as its cause; a drop before or at COMMIT (the
+        // connection then answers ROLLBACK, so the outcome is read back at once) committed nothing.
+        expect(outcome).toBeInstanceOf(StorageUnavailableError);
+        expect((outcome as StorageUnavailableError).committed).toBe(false);
+        expect(((outcome as StorageUnavailableError).cause as Error).message).toBe('Connection terminated unexpectedly');
         // All or nothing: a drop before COMMIT leaves the state as it was; a drop after it (while the engine
         // reads ranks back) leaves the whole call applied. Never anything in between.
         const after = await snapshot(store);

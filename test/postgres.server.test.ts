@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import Redis from 'ioredis';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { compareEntries, createEngine, withRankIndex, type Store } from '../src/index.js';
+import { compareEntries, createEngine, isLaurelError, isLaurelErrorCode, withRankIndex, type LaurelError, type Store } from '../src/index.js';
 import { createPostgresStore } from '../src/postgres.js';
 import { createRedisRankIndex } from '../src/redis.js';
 import { describeStoreConformance, sequentialIds } from '../src/testing/index.js';
@@ -31,19 +31,22 @@ describe.skipIf(!PG_URL)('PostgreSQL server (needs LAUREL_PG_URL)', () => {
   it('a backend killed mid-commit (pg_terminate_backend) leaves no partial state; the retry completes the call', async () => {
     const schema = uniq('kill');
     // One connection, so the backend to kill is known; a hook kills it between two statements of a commit.
+    // No 'error' listeners of the test's own: the store's (forwarded by the wrappers) must be enough.
     const single = new pg.Pool({ connectionString: PG_URL, max: 1 });
-    single.on('error', () => undefined);
     const killer = new pg.Pool({ connectionString: PG_URL, max: 1 });
     let armed = false;
     let statements = 0;
     const client = {
       totalCount: 0,
+      on: (event: string, listener: (...a: unknown[]) => void) => single.on(event as 'error', listener),
       connect: async () => {
         const conn = await single.connect();
-        conn.on('error', () => undefined);
-        const pid = (await conn.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+        const pid = (conn as unknown as { processID: number }).processID;
         // A wrapper, not a patch: the pool calls the client's own query with callbacks.
         return {
+          processID: pid,
+          on: (event: string, listener: (...a: unknown[]) => void) => conn.on(event as 'error', listener),
+          removeListener: (event: string, listener: (...a: unknown[]) => void) => conn.removeListener(event, listener),
           query: async (text: string, params?: unknown[]) => {
             if (armed && ++statements === 6) {
               armed = false;
@@ -64,7 +67,7 @@ describe.skipIf(!PG_URL)('PostgreSQL server (needs LAUREL_PG_URL)', () => {
     now += 60_000;
     const before = await store.loadUser('k');
     armed = true;
-    await expect(engine.recordEvent('lessons', { user: { id: 'k' }, value: 1 }, { idempotencyKey: 'b' })).rejects.toThrow();
+    await expect(engine.recordEvent('lessons', { user: { id: 'k' }, value: 1 }, { idempotencyKey: 'b' })).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE', committed: false });
     expect(await store.loadUser('k')).toEqual(before);
     expect(await store.readLedger({ userId: 'k', kind: 'points', key: 'xp', order: 'asc' })).toHaveLength(1);
     expect(await store.getIdempotencyRecord('k', 'lessons', 'b')).toBeNull();
@@ -73,6 +76,67 @@ describe.skipIf(!PG_URL)('PostgreSQL server (needs LAUREL_PG_URL)', () => {
     expect(await store.readLedger({ userId: 'k', kind: 'points', key: 'xp', order: 'asc' })).toHaveLength(3);
     await single.end();
     await killer.end();
+  }, 60_000);
+
+  it('a plain pg.Pool with no error listeners survives backends terminated mid-load: every store failure is a Laurel error, and calls succeed afterwards', async () => {
+    const app = uniq('drop');
+    // Exactly as the README shows: no 'error' listener on the pool or on its clients.
+    const plain = new pg.Pool({ connectionString: PG_URL, max: 6, application_name: app });
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown) => uncaught.push(e);
+    process.on('uncaughtException', onUncaught);
+    const observed: unknown[] = [];
+    try {
+      const store = createPostgresStore({ client: plain, schema: uniq('drop'), onError: (e) => observed.push(e) });
+      await store.migrate();
+      // Every rejection of a store method, as the store itself gives it (the engine would type it again).
+      const failures: unknown[] = [];
+      const spy = new Proxy(store, {
+        get: (target, key) => {
+          const v = Reflect.get(target, key) as unknown;
+          return typeof v === 'function'
+            ? (...args: unknown[]) =>
+                (v as (...a: unknown[]) => Promise<unknown>).apply(target, args).catch((e: unknown) => {
+                  failures.push(e);
+                  throw e;
+                })
+            : v;
+        },
+      });
+      const engine = createEngine({ config: multiConfig, store: spy });
+      let stop = false;
+      let n = 0;
+      const worker = async (w: number) => {
+        while (!stop) {
+          const i = n++;
+          await engine.recordEvent('lessons', { user: { id: `d${i % 12}` }, value: 1 }, { idempotencyKey: `w${w}-${i}` }).catch(() => undefined);
+          await spy.readRange('lb|all|2020-01-01|', 0, 5).catch(() => undefined);
+        }
+      };
+      const workers = Array.from({ length: 8 }, (_, w) => worker(w));
+      // Kill every backend of the pool, busy or idle, ten times.
+      for (let k = 0; k < 10; k++) {
+        await new Promise((r) => setTimeout(r, 150));
+        await pool.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [app]);
+      }
+      stop = true;
+      await Promise.all(workers);
+      expect(uncaught).toEqual([]);
+      expect(failures.length).toBeGreaterThan(0);
+      for (const f of failures) {
+        expect(isLaurelError(f), String(f)).toBe(true);
+        expect(['STORAGE_UNAVAILABLE', 'CONFLICT']).toContain((f as LaurelError).code);
+        if (isLaurelErrorCode(f, 'STORAGE_UNAVAILABLE')) expect((f as LaurelError).cause).toBeDefined();
+      }
+      // Idle pooled clients were killed too: the pool reported them through the store's onError.
+      expect(observed.length).toBeGreaterThan(0);
+      // No manual step: the next calls succeed on fresh connections.
+      for (let i = 0; i < 20; i++) await engine.recordEvent('lessons', { user: { id: `d${i % 12}` }, value: 1 }, { idempotencyKey: `after-${i}` });
+      expect(await spy.readRange('lb|all|2020-01-01|', 0, 12)).toHaveLength(12);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      await plain.end();
+    }
   }, 60_000);
 
   async function verify(store: Store) {

@@ -1,9 +1,16 @@
 /**
  * `createPostgresStore`: the Laurel store on PostgreSQL, over any client with `query(text, params)`: a `pg`
- * Pool in production, PGlite in tests and small apps. Each commit is one transaction: versioned state
- * update, idempotency record under a unique key, ledger rows, leaderboard entries, counters.
+ * Pool in production, PGlite in tests and small apps, or one connection. Each commit is one transaction:
+ * versioned state update, idempotency record under a unique key, ledger rows, leaderboard entries, counters.
+ *
+ * Failures: a version or idempotency race is a `ConflictError` (as are serialization failures and
+ * deadlocks); anything else any method meets (a dropped connection, a server that is down or restarting, a
+ * driver error) is a `StorageUnavailableError` with the driver's error as `cause`. Broken connections are
+ * discarded, so calls succeed again as soon as the server is back. A commit whose connection broke while
+ * COMMIT was in flight is read back (by the random token it wrote into the user's row) before it is
+ * reported: committed means success, anything else `committed: false`, or `'unknown'` if it could not be read.
  */
-import { ConflictError } from '../errors.js';
+import { ConflictError, isLaurelError, StorageUnavailableError, ValidationError, type LaurelError } from '../errors.js';
 import type { IdempotencyRecord, LedgerRow } from '../core/types.js';
 import type { Commit, CommitResult, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
 import { MIGRATIONS } from './migrations.js';
@@ -28,12 +35,26 @@ export type PostgresClient = Queryable & {
 };
 
 export interface PostgresStoreOptions {
-  client: PostgresClient;
+  /**
+   * A `pg` Pool, a PGlite instance, or one open connection (e.g. a connected `pg.Client`). May be omitted
+   * when `connect` is given.
+   */
+  client?: PostgresClient;
+  /**
+   * Single-connection mode only: returns a new, not yet connected connection, e.g.
+   * `() => new pg.Client({ connectionString })`. The store attaches its 'error' listener, then calls the
+   * connection's `connect()` if it has one. It opens its connection this way on first use when `client` is
+   * not given, and again whenever its connection broke (the broken one is ended and dropped). Without it, a
+   * single connection that broke stays broken: every call then fails with `StorageUnavailableError` until the
+   * caller creates a new connection and a new store.
+   */
+  connect?: () => Queryable | Promise<Queryable>;
   /** Schema holding Laurel's tables (default `laurel`). Letters, digits and `_` only. */
   schema?: string;
   /**
    * How transactions run. `pool`: each on a connection checked out of a `pg` Pool. `pglite`: PGlite's
-   * `transaction()`. `serial`: BEGIN/COMMIT on the one connection given, one at a time. Default: detected.
+   * `transaction()`. `serial`: BEGIN/COMMIT on the one connection given; every use of that connection (reads
+   * included) is queued, one at a time. Default: detected (`serial` when `connect` is given).
    */
   transactions?: 'pool' | 'pglite' | 'serial';
   /**
@@ -41,6 +62,18 @@ export interface PostgresStoreOptions {
    * rank). `none`: the store keeps entries but leaves ranks to an external rank index (see `laurel/redis`).
    */
   ranks?: 'sql' | 'none';
+  /**
+   * Observes errors that connections emit outside the store's calls: an idle pooled connection that dropped
+   * (the store listens for the Pool's `error` event, which `pg` emits for those), a socket error on a
+   * connection the store holds. The store has already discarded the connection; this is for logging.
+   * Default: ignored (never rethrown, so a dropped connection cannot end the process).
+   */
+  onError?: (error: unknown) => void;
+  /**
+   * How long (ms) a commit whose connection broke during COMMIT keeps trying to read back whether it was
+   * committed, before it reports `StorageUnavailableError` with `committed: 'unknown'` (default 5000).
+   */
+  verifyTimeoutMs?: number;
 }
 
 export interface PostgresStore extends Store {
@@ -56,6 +89,53 @@ export interface PostgresStore extends Store {
 const SERIALIZATION_CODES = new Set(['40001', '40P01']);
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 const nullableNum = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+const codeOf = (error: unknown): unknown => (typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined);
+const isSerialization = (error: unknown) => typeof codeOf(error) === 'string' && SERIALIZATION_CODES.has(codeOf(error) as string);
+/** An error reported by the server (it has a severity); anything else is the driver's or the socket's. */
+const isServerError = (error: unknown) => typeof error === 'object' && error !== null && typeof (error as { severity?: unknown }).severity === 'string';
+const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)));
+
+type Listener = (...args: unknown[]) => void;
+/** The event-emitter methods of `pg` clients and pools, used when present. */
+interface Emitter {
+  on?: (event: string, listener: Listener) => unknown;
+  removeListener?: (event: string, listener: Listener) => unknown;
+}
+/** A connection checked out of a `pg` Pool. */
+type PooledConnection = Queryable & Emitter & { release: (err?: Error | boolean) => void; processID?: unknown };
+
+// One 'error' listener per pool however many stores share it; it calls each store's `onError`.
+const poolWatchers = new WeakMap<object, Set<(error: unknown) => void>>();
+function watchPool(pool: Emitter & object, report: (error: unknown) => void) {
+  let handlers = poolWatchers.get(pool);
+  if (!handlers) {
+    const set = new Set<(error: unknown) => void>();
+    handlers = set;
+    poolWatchers.set(pool, set);
+    pool.on?.('error', (error: unknown) => {
+      for (const h of set) h(error);
+    });
+  }
+  handlers.add(report);
+}
+
+/** What a commit needs to find out, after a broken COMMIT, whether it happened. */
+interface CommitProbe {
+  userId: string;
+  version: number;
+  token: string;
+  idempotency: { metricKey: string; key: string; eventId: string } | null;
+  ledger: { kind: string; key: string; at: string; id: string } | null;
+}
+
+/** The single connection of `serial` mode, with what the store knows about its health. */
+interface Session {
+  q: Queryable;
+  pid: number | undefined;
+  broken: boolean;
+}
 
 /**
  * Creates a PostgreSQL store. Call `migrate()` once before use.
@@ -69,57 +149,302 @@ const nullableNum = (v: unknown): number | null => (v === null || v === undefine
  * ```
  */
 export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
+  if (typeof options !== 'object' || options === null) throw new ValidationError('createPostgresStore needs options', [{ path: [], message: 'must be an object' }]);
   const schema = options.schema ?? 'laurel';
-  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) throw new Error(`Invalid schema name: ${JSON.stringify(schema)}`);
+  if (typeof schema !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
+    throw new ValidationError(`Invalid schema name: ${JSON.stringify(schema)}`, [{ path: ['schema'], message: 'letters, digits and _ only, 1..63 characters' }]);
+  }
   const client = options.client;
-  const mode = options.transactions ?? (typeof client.totalCount === 'number' && client.connect ? 'pool' : client.transaction ? 'pglite' : 'serial');
+  const connectFn = options.connect;
+  if (connectFn !== undefined && typeof connectFn !== 'function') throw new ValidationError('connect must be a function', [{ path: ['connect'], message: 'must be a function' }]);
+  if ((typeof client !== 'object' && typeof client !== 'function') || client === null || typeof client.query !== 'function') {
+    if (!connectFn || client !== undefined) throw new ValidationError('createPostgresStore needs a client with query(text, params), or connect', [{ path: ['client'], message: 'must have query(text, params)' }]);
+  }
+  const mode = options.transactions ?? (connectFn ? 'serial' : client && typeof client.totalCount === 'number' && client.connect ? 'pool' : client?.transaction ? 'pglite' : 'serial');
+  if (connectFn && mode !== 'serial') throw new ValidationError('connect is for single-connection mode (transactions: serial)', [{ path: ['connect'], message: 'only with transactions: serial' }]);
+  if (mode === 'pool' && typeof client?.connect !== 'function') throw new ValidationError('transactions: pool needs a client with connect()', [{ path: ['client'], message: 'must have connect()' }]);
+  if (mode === 'pglite' && typeof client?.transaction !== 'function') throw new ValidationError('transactions: pglite needs a client with transaction()', [{ path: ['client'], message: 'must have transaction()' }]);
+  const verifyTimeoutMs = options.verifyTimeoutMs ?? 5_000;
+  if (typeof verifyTimeoutMs !== 'number' || !Number.isFinite(verifyTimeoutMs) || verifyTimeoutMs < 0) {
+    throw new ValidationError('verifyTimeoutMs must be a finite number >= 0', [{ path: ['verifyTimeoutMs'], message: 'must be a finite number >= 0' }]);
+  }
   const sqlRanks = (options.ranks ?? 'sql') === 'sql';
   const t = (name: string) => `"${schema}".${name}`;
+  const onError = options.onError;
+  const report = (error: unknown) => {
+    try {
+      onError?.(error);
+    } catch {
+      // An observer that throws must not turn a dropped connection into a crash.
+    }
+  };
+  if (mode === 'pool' && client && typeof (client as Emitter).on === 'function') watchPool(client as Emitter & object, report);
+
+  /** The store's error for anything that is not already a Laurel error. */
+  const unavailable = (method: string, error: unknown): LaurelError =>
+    isLaurelError(error) ? error : new StorageUnavailableError(`PostgreSQL store: ${method} failed: ${messageOf(error)}`, { cause: error, committed: false });
+
+  // ---- Single-connection mode: one session, every use of it queued. ----
+  let session: Session | null = null;
   let serialTail: Promise<unknown> = Promise.resolve();
 
-  async function transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    if (mode === 'pglite' && client.transaction) return client.transaction(fn);
-    if (mode === 'pool' && client.connect) {
-      const conn = (await client.connect()) as Queryable & { release: (err?: Error | boolean) => void };
-      try {
-        await conn.query('BEGIN');
-        const result = await fn(conn);
-        await conn.query('COMMIT');
-        conn.release();
-        return result;
-      } catch (error) {
-        if (error instanceof ConflictError) {
-          // A lost race: the connection is healthy, roll back and reuse it.
-          await conn.query('ROLLBACK').then(
-            () => conn.release(),
-            (e: Error) => conn.release(e),
-          );
-        } else {
-          // Anything else may be a broken connection: destroy it, and the server aborts the transaction.
-          conn.release(error instanceof Error ? error : true);
+  function adopt(q: Queryable): Session {
+    const processID = (q as { processID?: unknown }).processID;
+    const s: Session = { q, pid: typeof processID === 'number' ? processID : undefined, broken: false };
+    const ee = q as Emitter;
+    // Held for as long as the store holds the connection, which is until it is replaced; a replaced
+    // connection is dead, and keeping the listener on it means a late error from it is still harmless.
+    if (typeof ee.on === 'function') {
+      ee.on('error', (error: unknown) => {
+        s.broken = true;
+        report(error);
+      });
+      ee.on('end', () => {
+        s.broken = true;
+      });
+    }
+    return s;
+  }
+  if (mode === 'serial' && client) session = adopt(client);
+
+  /** The current connection; a broken one is replaced when `connect` is given. */
+  async function currentSession(): Promise<Session> {
+    if (session && (!session.broken || !connectFn)) return session;
+    if (!connectFn) throw new Error('no connection');
+    const old = session;
+    session = null;
+    if (old) {
+      // Not awaited: ending a dead connection may never settle; it is being dropped anyway.
+      const end = (old.q as { end?: () => unknown }).end;
+      if (typeof end === 'function') {
+        try {
+          Promise.resolve(end.call(old.q)).catch(() => undefined);
+        } catch {
+          // A synchronous throw from a dead connection's end() changes nothing.
         }
+      }
+    }
+    const q = await connectFn();
+    if (typeof q !== 'object' || q === null || typeof q.query !== 'function') throw new Error('connect() did not return a connection with query(text, params)');
+    // Listening before connecting: an error during or right after the handshake finds the listener.
+    const fresh = adopt(q);
+    const open = (q as { connect?: () => unknown }).connect;
+    if (typeof open === 'function') {
+      try {
+        await open.call(q);
+      } catch (error) {
+        fresh.broken = true;
+        const end = (q as { end?: () => unknown }).end;
+        if (typeof end === 'function') Promise.resolve(end.call(q)).catch(() => undefined);
         throw error;
       }
     }
+    session = fresh;
+    return session;
+  }
+
+  /** Runs `fn` with exclusive use of the single connection. */
+  function exclusive<T>(fn: (s: Session) => Promise<T>): Promise<T> {
     const run = async () => {
-      await client.query('BEGIN');
+      const s = await currentSession();
       try {
-        const result = await fn(client);
-        await client.query('COMMIT');
-        return result;
+        return await fn(s);
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
+        // A driver error on a reconnectable session: assume the connection is gone and open a new one next time.
+        if (connectFn && !isLaurelError(error) && !isServerError(error)) s.broken = true;
         throw error;
       }
     };
     const next = serialTail.then(run, run);
-    serialTail = next.catch(() => undefined);
+    serialTail = next.then(
+      () => undefined,
+      () => undefined,
+    );
     return next;
   }
 
-  async function rankOf(q: Queryable, index: string, negValue: number, reachedAt: string, userId: string): Promise<number> {
-    const r = await q.query(`SELECT count(*) AS n FROM ${t('entries')} WHERE idx = $1 AND (neg_value, reached_at, user_id) < ($2, $3, $4)`, [index, negValue, reachedAt, userId]);
-    return num(r.rows[0]?.n) + 1;
+  /** A read: one or more statements outside any transaction. */
+  async function read<T>(method: string, fn: (q: Queryable) => Promise<T>): Promise<T> {
+    try {
+      if (mode === 'serial') return await exclusive((s) => fn(s.q));
+      return await fn(client as Queryable);
+    } catch (error) {
+      throw unavailable(method, error);
+    }
+  }
+
+  /**
+   * After a COMMIT that failed without a server verdict: whether it happened. Resolves when it did; throws
+   * `StorageUnavailableError` with `committed: false` when it did not, `'unknown'` when that could not be read.
+   * `reader` gives a connection to read on; `pid` is the broken connection's server process, which must be
+   * gone before its transaction's outcome is final.
+   */
+  async function settle(method: string, cause: unknown, probe: CommitProbe, reader: () => Promise<Queryable | null>, pid: number | undefined): Promise<void> {
+    const deadline = Date.now() + verifyTimeoutMs;
+    let delay = 25;
+    let last: unknown = cause;
+    for (;;) {
+      // No connection can be had at all (a single broken connection and no `connect`): nothing to wait for.
+      let hopeless = false;
+      try {
+        const q = await reader();
+        if (q === null) hopeless = true;
+        else {
+          const busy = pid !== undefined && Boolean((await q.query(`SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND pid <> pg_backend_pid()) AS busy`, [pid])).rows[0]?.busy);
+          if (!busy) {
+            const committed = await wasCommitted(q, probe);
+            if (committed === true) return;
+            if (committed === false) throw new StorageUnavailableError(`PostgreSQL store: ${method} failed: ${messageOf(cause)} (read back: not committed)`, { cause, committed: false });
+            last = new Error('newer commits replaced the token and the commit left no record to look up');
+            break;
+          }
+          last = new Error(`the broken connection's server process ${pid} is still running`);
+        }
+      } catch (error) {
+        if (isLaurelError(error)) throw error;
+        last = error;
+      }
+      if (hopeless || Date.now() + delay > deadline) break;
+      await sleep(delay);
+      delay = Math.min(delay * 2, 500);
+    }
+    throw new StorageUnavailableError(`PostgreSQL store: ${method} failed while committing: ${messageOf(cause)}; whether it was committed could not be read back (${messageOf(last)})`, {
+      cause,
+      committed: 'unknown',
+    });
+  }
+
+  /** True/false: the commit happened / did not; null: cannot tell (newer commits, nothing else to look up). */
+  async function wasCommitted(q: Queryable, p: CommitProbe): Promise<boolean | null> {
+    const row = (await q.query(`SELECT version, commit_id FROM ${t('users')} WHERE user_id = $1`, [p.userId])).rows[0];
+    const version = row ? num(row.version) : 0;
+    // Each version is written by exactly one commit: below ours, ours did not happen; at ours, the token says.
+    if (version < p.version) return false;
+    if (version === p.version) return row?.commit_id === p.token;
+    // Newer commits replaced the token: look for what ours wrote under a unique key.
+    if (p.idempotency) {
+      const r = await q.query(`SELECT event_id FROM ${t('idempotency')} WHERE user_id = $1 AND metric_key = $2 AND key = $3`, [p.userId, p.idempotency.metricKey, p.idempotency.key]);
+      return r.rows[0] !== undefined && String(r.rows[0].event_id) === p.idempotency.eventId;
+    }
+    if (p.ledger) {
+      const r = await q.query(`SELECT 1 FROM ${t('ledger')} WHERE user_id = $1 AND kind = $2 AND key = $3 AND at = $4 AND id = $5`, [p.userId, p.ledger.kind, p.ledger.key, p.ledger.at, p.ledger.id]);
+      return r.rows.length > 0;
+    }
+    return null;
+  }
+
+  /**
+   * A connection from the pool with `onConnError` listening for its 'error' event. The listener goes on
+   * inside pg's callback, in the same tick as the pool hands the connection over: awaiting the promise would
+   * leave a window in which a termination message already received with the handover finds no listener.
+   */
+  function checkout(onConnError: Listener): Promise<PooledConnection> {
+    return new Promise<PooledConnection>((resolve, reject) => {
+      let settled = false;
+      const accept = (conn: unknown) => {
+        if (settled) return;
+        settled = true;
+        const c = conn as PooledConnection;
+        if (typeof c.on === 'function') c.on('error', onConnError);
+        resolve(c);
+      };
+      const fail = (error: unknown) => {
+        if (settled) return;
+        settled = true;
+        reject(error);
+      };
+      try {
+        const connect = (client as { connect: (cb?: (err: unknown, conn: unknown) => void) => unknown }).connect;
+        // pg's Pool calls the callback (and returns nothing); other pools may ignore it and return a promise.
+        const returned = connect.call(client, (err, conn) => (err ? fail(err) : accept(conn)));
+        if (returned && typeof (returned as Promise<unknown>).then === 'function') (returned as Promise<unknown>).then(accept, fail);
+      } catch (error) {
+        fail(error);
+      }
+    });
+  }
+
+  /**
+   * Runs `fn` in a transaction. With `probe`, a failure of the COMMIT itself (not a serialization failure)
+   * is settled by reading the outcome back: the result is returned if the commit happened.
+   */
+  async function transaction<T>(method: string, fn: (tx: Queryable) => Promise<T>, probe?: CommitProbe): Promise<T> {
+    let committing = false;
+    let result: T | undefined;
+    const body = async (q: Queryable) => {
+      result = await fn(q);
+      committing = true;
+      return result;
+    };
+    // Whether a failure needs reading back: only one during COMMIT, and not a serialization failure.
+    const ambiguous = (error: unknown) => probe !== undefined && committing && !isSerialization(error);
+
+    if (mode === 'pglite') {
+      try {
+        return await (client as Required<PostgresClient>).transaction(body);
+      } catch (error) {
+        if (!ambiguous(error)) throw error;
+        await settle(method, error, probe as CommitProbe, async () => client as Queryable, undefined);
+        return result as T;
+      }
+    }
+
+    if (mode === 'pool') {
+      // pg's Client emits 'error' when its socket drops; without a listener that would end the process.
+      const onConnError: Listener = (error) => report(error);
+      const conn = await checkout(onConnError);
+      let released = false;
+      const release = (err?: Error) => {
+        if (released) return;
+        released = true;
+        conn.removeListener?.('error', onConnError);
+        conn.release(err);
+      };
+      try {
+        await conn.query('BEGIN');
+        await body(conn);
+        await conn.query('COMMIT');
+        release();
+        return result as T;
+      } catch (error) {
+        if (error instanceof ConflictError && !committing) {
+          // A lost race: the connection is healthy, roll back and reuse it.
+          await conn.query('ROLLBACK').then(
+            () => release(),
+            (e: unknown) => release(asError(e)),
+          );
+          throw error;
+        }
+        // Anything else may be a broken connection: destroy it (the server aborts an open transaction).
+        release(asError(error));
+        if (!ambiguous(error)) throw error;
+        const pid = typeof conn.processID === 'number' ? conn.processID : undefined;
+        await settle(method, error, probe as CommitProbe, async () => client as Queryable, pid);
+        return result as T;
+      }
+    }
+
+    return exclusive(async (s) => {
+      try {
+        await s.q.query('BEGIN');
+        await body(s.q);
+        await s.q.query('COMMIT');
+        return result as T;
+      } catch (error) {
+        // On a live connection this ends the transaction (after a COMMIT that happened it only warns); if it
+        // fails, the connection is gone.
+        await s.q.query('ROLLBACK').catch(() => {
+          s.broken = true;
+        });
+        if (!ambiguous(error)) throw error;
+        // A live connection answered ROLLBACK after COMMIT, so the COMMIT's outcome is final: read it there.
+        // A broken one: read on a new connection (if `connect` allows one) once its server process is gone.
+        const alive = !s.broken;
+        const reader = async () => (alive ? s.q : connectFn ? (await currentSession()).q : null);
+        await settle(method, error, probe as CommitProbe, reader, alive ? undefined : s.pid);
+        return result as T;
+      }
+    });
   }
 
   const UPSERT_ENTRY = `INSERT INTO ${t('entries')} (idx, user_id, value, neg_value, reached_at) VALUES ($1, $2, $3, $4, $5)
@@ -128,15 +453,16 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   const UPSERT_HISTORY = `INSERT INTO ${t('rank_history')} (idx, user_id, date, previous_rank, rank, previous_value, value) VALUES ($1, $2, $3, $4, $5, $6, $7)
     ON CONFLICT (idx, user_id, date) DO UPDATE SET rank = EXCLUDED.rank, value = EXCLUDED.value`;
 
-  async function applyCommit(q: Queryable, c: Commit): Promise<CommitResult> {
+  async function applyCommit(q: Queryable, c: Commit, token: string): Promise<CommitResult> {
     const version = c.expectedVersion + 1;
     // The state, the idempotency record and the ledger rows go in one statement (data-modifying CTEs): the
-    // inserts run only when the versioned write matched, and the counts say which part lost a race.
-    const params: unknown[] = [c.userId, JSON.stringify(c.state)];
+    // inserts run only when the versioned write matched, and the counts say which part lost a race. The
+    // commit's token goes into the user's row, so that a COMMIT whose answer was lost can be read back.
+    const params: unknown[] = [c.userId, JSON.stringify(c.state), token];
     const userWrite =
       c.expectedVersion === 0
-        ? `INSERT INTO ${t('users')} (user_id, version, state) VALUES ($1, 1, $2::jsonb) ON CONFLICT (user_id) DO NOTHING RETURNING 1`
-        : `UPDATE ${t('users')} SET version = version + 1, state = $2::jsonb WHERE user_id = $1 AND version = $${params.push(c.expectedVersion)} RETURNING 1`;
+        ? `INSERT INTO ${t('users')} (user_id, version, state, commit_id) VALUES ($1, 1, $2::jsonb, $3) ON CONFLICT (user_id) DO NOTHING RETURNING 1`
+        : `UPDATE ${t('users')} SET version = version + 1, state = $2::jsonb, commit_id = $3 WHERE user_id = $1 AND version = $${params.push(c.expectedVersion)} RETURNING 1`;
     const parts = [`u AS (${userWrite})`];
     if (c.idempotency) {
       const i = c.idempotency;
@@ -225,9 +551,9 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   const toEntry = (r: Record<string, unknown>, rank: number): RankedEntry => ({ userId: String(r.user_id), value: num(r.value), reachedAt: String(r.reached_at), rank });
   const parseState = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : structuredClone(v));
 
-  return {
+  const methods: PostgresStore = {
     async migrate() {
-      await transaction(async (q) => {
+      await transaction('migrate', async (q) => {
         // One migrator at a time across processes; the lock ends with the transaction.
         await q.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`laurel:${schema}`]);
         await q.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
@@ -242,14 +568,14 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     },
 
     async loadUser(userId) {
-      const r = await client.query(`SELECT version, state FROM ${t('users')} WHERE user_id = $1`, [userId]);
+      const r = await read('loadUser', (q) => q.query(`SELECT version, state FROM ${t('users')} WHERE user_id = $1`, [userId]));
       const row = r.rows[0];
       return row ? { version: num(row.version), state: parseState(row.state) } : null;
     },
 
     async loadUsers(userIds) {
       if (userIds.length === 0) return [];
-      const r = await client.query(`SELECT user_id, version, state FROM ${t('users')} WHERE user_id = ANY($1::text[])`, [[...userIds]]);
+      const r = await read('loadUsers', (q) => q.query(`SELECT user_id, version, state FROM ${t('users')} WHERE user_id = ANY($1::text[])`, [[...userIds]]));
       const byId = new Map(r.rows.map((row) => [String(row.user_id), row]));
       return userIds.map((id): VersionedState | null => {
         const row = byId.get(id);
@@ -258,18 +584,26 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     },
 
     async getIdempotencyRecord(userId, metricKey, key): Promise<IdempotencyRecord | null> {
-      const r = await client.query(`SELECT event_id, at FROM ${t('idempotency')} WHERE user_id = $1 AND metric_key = $2 AND key = $3`, [userId, metricKey, key]);
+      const r = await read('getIdempotencyRecord', (q) => q.query(`SELECT event_id, at FROM ${t('idempotency')} WHERE user_id = $1 AND metric_key = $2 AND key = $3`, [userId, metricKey, key]));
       const row = r.rows[0];
       return row ? { userId, metricKey, key, eventId: String(row.event_id), at: String(row.at) } : null;
     },
 
     async commit(c) {
+      const token = globalThis.crypto.randomUUID();
+      const first = c.ledger[0];
+      const probe: CommitProbe = {
+        userId: c.userId,
+        version: c.expectedVersion + 1,
+        token,
+        idempotency: c.idempotency ? { metricKey: c.idempotency.metricKey, key: c.idempotency.key, eventId: c.idempotency.eventId } : null,
+        ledger: first && first.userId === c.userId ? { kind: first.kind, key: first.key, at: first.at, id: first.id } : null,
+      };
       try {
-        return await transaction((q) => applyCommit(q, c));
+        return await transaction('commit', (q) => applyCommit(q, c, token), probe);
       } catch (error) {
-        const code = (error as { code?: unknown })?.code;
-        if (typeof code === 'string' && SERIALIZATION_CODES.has(code)) throw new ConflictError(`Transaction conflict (${code}) for user ${JSON.stringify(c.userId)}.`, { cause: error });
-        throw error;
+        if (isSerialization(error)) throw new ConflictError(`Transaction conflict (${String(codeOf(error))}) for user ${JSON.stringify(c.userId)}.`, { cause: error });
+        throw unavailable('commit', error);
       }
     },
 
@@ -280,27 +614,37 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       if (q.to !== undefined) where += ` AND at < $${params.push(q.to)}`;
       const dir = q.order === 'asc' ? 'ASC' : 'DESC';
       const limit = q.limit !== undefined ? ` LIMIT $${params.push(q.limit)}` : '';
-      const r = await client.query(`SELECT id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE ${where} ORDER BY at ${dir}, seq ${dir}${limit}`, params);
+      const r = await read('readLedger', (db) => db.query(`SELECT id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE ${where} ORDER BY at ${dir}, seq ${dir}${limit}`, params));
       return r.rows.map(toRow);
     },
 
     async getEntry(index, userId) {
-      const row = (await client.query(`SELECT user_id, value, neg_value, reached_at FROM ${t('entries')} WHERE idx = $1 AND user_id = $2`, [index, userId])).rows[0];
-      return row ? toEntry(row, await rankOf(client, index, num(row.neg_value), String(row.reached_at), userId)) : null;
+      // The entry and its rank in one statement.
+      const r = await read('getEntry', (q) =>
+        q.query(
+          `SELECT e.user_id, e.value, e.reached_at, (SELECT count(*) FROM ${t('entries')} x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_id) < (e.neg_value, e.reached_at, e.user_id)) + 1 AS rank
+           FROM ${t('entries')} e WHERE e.idx = $1 AND e.user_id = $2`,
+          [index, userId],
+        ),
+      );
+      const row = r.rows[0];
+      return row ? toEntry(row, num(row.rank)) : null;
     },
 
     async readRange(index, offset, limit) {
       const from = Math.max(0, offset);
-      const r = await client.query(`SELECT user_id, value, reached_at FROM ${t('entries')} WHERE idx = $1 ORDER BY neg_value, reached_at, user_id OFFSET $2 LIMIT $3`, [index, from, limit]);
+      const r = await read('readRange', (q) => q.query(`SELECT user_id, value, reached_at FROM ${t('entries')} WHERE idx = $1 ORDER BY neg_value, reached_at, user_id OFFSET $2 LIMIT $3`, [index, from, limit]));
       return r.rows.map((row, i) => toEntry(row, from + i + 1));
     },
 
     async scanEntries(index, offset, limit) {
       const from = Math.max(0, offset);
-      const r = await client.query(
-        `SELECT e.user_id, e.value, e.reached_at, u.version FROM ${t('entries')} e JOIN ${t('users')} u ON u.user_id = e.user_id
-         WHERE e.idx = $1 ORDER BY e.neg_value, e.reached_at, e.user_id OFFSET $2 LIMIT $3`,
-        [index, from, limit],
+      const r = await read('scanEntries', (q) =>
+        q.query(
+          `SELECT e.user_id, e.value, e.reached_at, u.version FROM ${t('entries')} e JOIN ${t('users')} u ON u.user_id = e.user_id
+           WHERE e.idx = $1 ORDER BY e.neg_value, e.reached_at, e.user_id OFFSET $2 LIMIT $3`,
+          [index, from, limit],
+        ),
       );
       return r.rows.map((row, i) => ({ ...toEntry(row, from + i + 1), version: num(row.version) }));
     },
@@ -311,21 +655,34 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       // value >= min  <=>  neg_value <= -min;  value < max  <=>  neg_value > -max
       if (range?.min !== undefined) where += ` AND neg_value <= $${params.push(-range.min)}`;
       if (range?.max !== undefined) where += ` AND neg_value > $${params.push(-range.max)}`;
-      return num((await client.query(`SELECT count(*) AS n FROM ${t('entries')} WHERE ${where}`, params)).rows[0]?.n);
+      return num((await read('countEntries', (q) => q.query(`SELECT count(*) AS n FROM ${t('entries')} WHERE ${where}`, params))).rows[0]?.n);
     },
 
     async readRankHistory(index, userId, limit): Promise<RankHistoryRow[]> {
-      const r = await client.query(
-        `SELECT date, previous_rank, rank, previous_value, value FROM ${t('rank_history')} WHERE idx = $1 AND user_id = $2 ORDER BY date DESC LIMIT $3`,
-        [index, userId, limit],
+      const r = await read('readRankHistory', (q) =>
+        q.query(`SELECT date, previous_rank, rank, previous_value, value FROM ${t('rank_history')} WHERE idx = $1 AND user_id = $2 ORDER BY date DESC LIMIT $3`, [index, userId, limit]),
       );
       return r.rows.map((row) => ({ date: String(row.date), previousRank: nullableNum(row.previous_rank), rank: nullableNum(row.rank), previousValue: nullableNum(row.previous_value), value: nullableNum(row.value) }));
     },
 
     async getCounters(names) {
-      const r = await client.query(`SELECT name, value FROM ${t('counters')} WHERE name = ANY($1::text[])`, [[...names]]);
+      const r = await read('getCounters', (q) => q.query(`SELECT name, value FROM ${t('counters')} WHERE name = ANY($1::text[])`, [[...names]]));
       const found = new Map(r.rows.map((row) => [String(row.name), num(row.value)]));
       return Object.fromEntries(names.map((n) => [n, found.get(n) ?? 0]));
     },
   };
+
+  // Whatever any method meets that is not a Laurel error (a driver error, a dropped connection, a row that
+  // does not parse) leaves it as a StorageUnavailableError with the original as `cause`.
+  const guarded = {} as Record<string, unknown>;
+  for (const [name, method] of Object.entries(methods) as [string, (...args: unknown[]) => Promise<unknown>][]) {
+    guarded[name] = async (...args: unknown[]) => {
+      try {
+        return await method(...args);
+      } catch (error) {
+        throw unavailable(name, error);
+      }
+    };
+  }
+  return guarded as unknown as PostgresStore;
 }
