@@ -510,7 +510,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       // The entry as it was, with its rank, in one statement.
       const before = (
         await q.query(
-          `SELECT e.value, (SELECT count(*) FROM ${t('entries')} x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_id) < (e.neg_value, e.reached_at, e.user_id)) + 1 AS rank
+          `SELECT e.value, (SELECT count(*) FROM ${t('entries')} x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16)) + 1 AS rank
            FROM ${t('entries')} e WHERE e.idx = $1 AND e.user_id = $2`,
           [w.index, w.userId],
         )
@@ -525,7 +525,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         await q.query(UPSERT_ENTRY, [w.index, w.userId, w.value, -w.value, w.reachedAt]);
         // The new rank and the day's history row, in one statement.
         const r = await q.query(
-          `WITH r AS (SELECT count(*) + 1 AS rank FROM ${t('entries')} WHERE idx = $1 AND (neg_value, reached_at, user_id) < ($7, $8, $2))
+          `WITH r AS (SELECT count(*) + 1 AS rank FROM ${t('entries')} WHERE idx = $1 AND (neg_value, reached_at, user_utf16) < ($7, $8, ${t('utf16_hex')}($2)))
            INSERT INTO ${t('rank_history')} (idx, user_id, date, previous_rank, rank, previous_value, value)
            SELECT $1, $2, $3, $4::integer, r.rank, $5::double precision, $6::double precision FROM r
            ON CONFLICT (idx, user_id, date) DO UPDATE SET rank = EXCLUDED.rank, value = EXCLUDED.value RETURNING rank`,
@@ -622,7 +622,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       // The entry and its rank in one statement.
       const r = await read('getEntry', (q) =>
         q.query(
-          `SELECT e.user_id, e.value, e.reached_at, (SELECT count(*) FROM ${t('entries')} x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_id) < (e.neg_value, e.reached_at, e.user_id)) + 1 AS rank
+          `SELECT e.user_id, e.value, e.reached_at, (SELECT count(*) FROM ${t('entries')} x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16)) + 1 AS rank
            FROM ${t('entries')} e WHERE e.idx = $1 AND e.user_id = $2`,
           [index, userId],
         ),
@@ -633,7 +633,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
 
     async readRange(index, offset, limit) {
       const from = Math.max(0, offset);
-      const r = await read('readRange', (q) => q.query(`SELECT user_id, value, reached_at FROM ${t('entries')} WHERE idx = $1 ORDER BY neg_value, reached_at, user_id OFFSET $2 LIMIT $3`, [index, from, limit]));
+      const r = await read('readRange', (q) => q.query(`SELECT user_id, value, reached_at FROM ${t('entries')} WHERE idx = $1 ORDER BY neg_value, reached_at, user_utf16 OFFSET $2 LIMIT $3`, [index, from, limit]));
       return r.rows.map((row, i) => toEntry(row, from + i + 1));
     },
 
@@ -642,7 +642,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       const r = await read('scanEntries', (q) =>
         q.query(
           `SELECT e.user_id, e.value, e.reached_at, u.version FROM ${t('entries')} e JOIN ${t('users')} u ON u.user_id = e.user_id
-           WHERE e.idx = $1 ORDER BY e.neg_value, e.reached_at, e.user_id OFFSET $2 LIMIT $3`,
+           WHERE e.idx = $1 ORDER BY e.neg_value, e.reached_at, e.user_utf16 OFFSET $2 LIMIT $3`,
           [index, from, limit],
         ),
       );
