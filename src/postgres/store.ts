@@ -108,7 +108,7 @@ type PooledConnection = Queryable & Emitter & { release: (err?: Error | boolean)
 
 // One 'error' listener per pool however many stores share it; it calls each store's `onError`.
 const poolWatchers = new WeakMap<object, Set<(error: unknown) => void>>();
-function watchPool(pool: Emitter & object, report: (error: unknown) => void) {
+function watchPool(pool: Emitter & object, report: ((error: unknown) => void) | null) {
   let handlers = poolWatchers.get(pool);
   if (!handlers) {
     const set = new Set<(error: unknown) => void>();
@@ -118,7 +118,7 @@ function watchPool(pool: Emitter & object, report: (error: unknown) => void) {
       for (const h of set) h(error);
     });
   }
-  handlers.add(report);
+  if (report) handlers.add(report);
 }
 
 /** What a commit needs to find out, after a broken COMMIT, whether it happened. */
@@ -178,7 +178,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       // An observer that throws must not turn a dropped connection into a crash.
     }
   };
-  if (mode === 'pool' && client && typeof (client as Emitter).on === 'function') watchPool(client as Emitter & object, report);
+  if (mode === 'pool' && client && typeof (client as Emitter).on === 'function') watchPool(client as Emitter & object, onError ? report : null);
 
   /** The store's error for anything that is not already a Laurel error. */
   const unavailable = (method: string, error: unknown): LaurelError =>
