@@ -203,6 +203,45 @@ describe.skipIf(!REDIS_URL)('Redis rank index: a timed-out write that runs late 
     await real?.quit();
   });
 
+  it('does not time out a call whose reply arrived while the event loop was blocked past the deadline', async () => {
+    const index = createRedisRankIndex({ redis: real as Redis, prefix: `${uniq('stall')}:`, timeoutMs: 100 });
+    await index.apply([write(1, 3)]);
+    for (const call of [() => index.readRange('lb|x', 0, 10), () => index.countEntries('lb|x'), () => index.apply([write(2, 4)])]) {
+      const pending = settle(call());
+      const until = Date.now() + 300;
+      while (Date.now() < until) {
+        // A synchronous stall (GC pause, CPU-bound work): Redis answers meanwhile, unread.
+      }
+      expect(await pending).toMatchObject({ ok: true });
+    }
+    expect(await index.readRange('lb|x', 0, 10)).toMatchObject([{ userId: 'u', value: 4 }]);
+  });
+
+  it('getEntry reads the entry and its rank in one step, so a write landing in between cannot make it null', async () => {
+    const redis = real as Redis;
+    const prefix = `${uniq('atomic-get')}:`;
+    const other = createRedisRankIndex({ redis, prefix });
+    let version = 1;
+    const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
+    await other.apply([{ ...W, value: 5, reachedAt: at(0), version }]);
+    // After each command of getEntry, another process moves the user's entry (new reachedAt, new value).
+    const racing: RedisLike = {
+      call: async (command, ...args) => {
+        const reply = await redis.call(command, ...args);
+        version += 1;
+        await other.apply([{ ...W, value: 5 + version, reachedAt: at(version), version }]);
+        return reply;
+      },
+    };
+    const index = createRedisRankIndex({ redis: racing, prefix });
+    for (let i = 0; i < 3; i++) {
+      const entry = await index.getEntry('lb|x', 'u');
+      expect(entry).not.toBeNull();
+      expect(entry?.rank).toBe(1);
+      expect(entry?.value).toBe(Number(entry?.reachedAt.slice(-4, -1)) + 5);
+    }
+  });
+
   it('never undoes a newer value: writes are absolute and version-guarded', async () => {
     const redis = real as Redis;
     const prefix = `${uniq('late')}:`;

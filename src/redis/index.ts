@@ -107,6 +107,20 @@ const DEFAULT_TIMEOUT_MS = 1000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const SHA = createHash('sha1').update(SCRIPT).digest('hex');
 
+/** One entry with its 0-based rank, read atomically: {member, value, rank} or nil. */
+const GET_SCRIPT = `
+local cur = redis.call('HGET', KEYS[2], ARGV[1])
+if not cur then return false end
+local s1 = string.find(cur, '|', 1, true)
+local s2 = string.find(cur, '|', s1 + 1, true)
+local member = string.sub(cur, s1 + 1, s2 - 1)
+if member == '' then return false end
+local r = redis.call('ZRANK', KEYS[1], member)
+if not r then return false end
+return {member, string.sub(cur, s2 + 1), r}
+`;
+const GET_SHA = createHash('sha1').update(GET_SCRIPT).digest('hex');
+
 const hex16 = (s: string) => {
   let out = '';
   for (let i = 0; i < s.length; i++) out += s.charCodeAt(i).toString(16).padStart(4, '0');
@@ -161,14 +175,19 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
     }
     let expired = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let immediate: ReturnType<typeof setImmediate> | undefined;
     const send: Send = (command, ...args) => {
       if (expired) return Promise.reject(new Error(`deadline passed before ${command} was sent`));
       return redis.call(command, ...args);
     };
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        expired = true;
-        reject(new StorageUnavailableError(`Redis rank index: ${method} timed out after ${timeoutMs} ms`));
+        // Timers run before I/O in an event-loop turn: after a stall (GC, CPU-bound work) a reply that came
+        // in time may still be unread. setImmediate runs after this turn's I/O, so such a reply wins.
+        immediate = setImmediate(() => {
+          expired = true;
+          reject(new StorageUnavailableError(`Redis rank index: ${method} timed out after ${timeoutMs} ms`));
+        });
       }, timeoutMs);
       (timer as { unref?: () => void }).unref?.();
     });
@@ -182,15 +201,16 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
       // Settled (answered, failed or timed out): nothing more goes out for this call.
       expired = true;
       clearTimeout(timer);
+      if (immediate !== undefined) clearImmediate(immediate);
     }
   }
 
-  async function run(send: Send, args: (string | number)[]): Promise<unknown> {
+  async function run(send: Send, args: (string | number)[], script = SCRIPT, sha = SHA, keyCount = 3): Promise<unknown> {
     try {
-      return await send('EVALSHA', SHA, 3, ...args);
+      return await send('EVALSHA', sha, keyCount, ...args);
     } catch (error) {
       if (!String((error as Error)?.message ?? error).includes('NOSCRIPT')) throw error;
-      return send('EVAL', SCRIPT, 3, ...args);
+      return send('EVAL', script, keyCount, ...args);
     }
   }
 
@@ -224,13 +244,12 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
     }),
 
     getEntry: (index, userId) => bounded('getEntry', async (send): Promise<RankedEntry | null> => {
+      // One script, so a write between reading the entry and ranking it cannot make a present entry read null.
       const k = keys(index);
-      const cur = (await send('HGET', k.h, userId)) as string | null;
-      if (!cur) return null;
-      const [, member = '', value = ''] = cur.split('|');
-      if (member === '') return null;
-      const rank = (await send('ZRANK', k.z, member)) as number | null;
-      return rank === null ? null : { userId, value: Number(value), reachedAt: parseMember(member).reachedAt, rank: Number(rank) + 1 };
+      const reply = (await run(send, [k.z, k.h, userId], GET_SCRIPT, GET_SHA, 2)) as [string, string, number] | null;
+      if (!reply) return null;
+      const [member, value, rank] = reply;
+      return { userId, value: Number(value), reachedAt: parseMember(String(member)).reachedAt, rank: Number(rank) + 1 };
     }),
 
     readRange: (index, offset, limit) => bounded('readRange', async (send) => {
