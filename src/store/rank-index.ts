@@ -94,9 +94,10 @@ export interface RankIndexSource {
 
 /**
  * Rebuilds one index of a rank index from the store's authoritative entries, e.g. after Redis lost its data
- * or missed writes while it was down. Afterwards the index holds exactly the store's entries (same users,
- * values, reachedAt, order) as of the rebuild, and nothing newer is undone: every write carries the version
- * its value belongs to, and the version guard of `RankIndex.apply` refuses it if a newer write got there first.
+ * or missed writes while it was down. When the store's index does not change during the rebuild, the rank
+ * index afterwards holds exactly the store's entries (same users, values, reachedAt, order). Writes that land
+ * during it are never undone: every write carries the version its value belongs to, and the version guard of
+ * `RankIndex.apply` refuses it if a newer write got there first.
  *
  * 1. Copy: every entry of the store's index, with its user's committed version.
  * 2. Prune: every user the rank index holds (`scanUsers`) that the copy did not see is checked again in the
@@ -107,8 +108,10 @@ export interface RankIndexSource {
  *
  * Rank history is not rewritten. Returns the number of entries copied (step 1).
  * Cost: O(n) reads and writes and O(n) memory (the copied user ids) in the index's size: a maintenance
- * operation, not a per-request one. Writes that land during the rebuild are kept; run it again if the store
- * changed a lot meanwhile and exactness at one instant matters.
+ * operation, not a per-request one. Under heavy concurrent change the offset-paged copy can miss an entry
+ * that moved while it paged (the prune step catches those the rank index holds): run it again, or in a quiet
+ * moment, when exactness matters. It rejects (`StorageUnavailableError` from the Redis index) if the rank
+ * index fails meanwhile; running it again is safe.
  */
 export async function rebuildRankIndex(source: RankIndexSource, rankIndex: RankIndex, index: string, options: { batch?: number } = {}): Promise<number> {
   const batch = options.batch ?? 1000;
