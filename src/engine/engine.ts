@@ -252,6 +252,9 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
    * board's ranks read null instead, as the rank index would have answered had it been reachable.
    */
   async function fillRanks(boards: Record<string, EventLeaderboard>, state: UserState, result: CommitResult): Promise<void> {
+    // Once the index has failed in this call, the remaining boards read null at once: a call waits for at
+    // most one rank-index timeout after its commit, however many boards it touched.
+    let down = false;
     for (const [key, entry] of Object.entries(boards)) {
       const b = board(key);
       const index = boardIndex(key, entry.start, groupOf(b, state.user.attributes));
@@ -261,10 +264,13 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       entry.previousRank = capRank(b, first?.previousRank);
       entry.rank = capRank(b, last?.rank);
       try {
-        entry.threshold = await thresholdOf(b, index);
+        if (!down) entry.threshold = await thresholdOf(b, index);
       } catch (error) {
         if (!isLaurelErrorCode(error, 'STORAGE_UNAVAILABLE')) throw error;
         degraded(error);
+        down = true;
+      }
+      if (down) {
         entry.previousRank = null;
         entry.rank = null;
       }
