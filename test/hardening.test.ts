@@ -5,6 +5,8 @@
  * adapter's cap are answered 413 whatever their size.
  */
 import http from 'node:http';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
@@ -333,4 +335,69 @@ describe('HTTP: bodies over the node adapter cap get a readable 413', () => {
     });
     expect(reply).toMatch(/^HTTP\/1\.1 413/);
   });
+});
+
+describe('zone names: canonical, and no spelling grows memory', () => {
+  const config = defineConfig({ timeZone: 'europe/PARIS', metrics: [{ key: 'm', name: 'M' }], attributes: [{ key: 'city', name: 'City', type: 'user' }] });
+
+  it('zones are matched in any letter case and stored by their canonical name', async () => {
+    expect(config.timeZone).toBe('Europe/Paris');
+    const t = setup(config);
+    await t.engine.recordEvent('m', { user: { id: 'z', tz: 'america/santiago' }, value: 1 });
+    expect((await t.engine.getUser('z')).tz).toBe('America/Santiago');
+    const before = await t.engine.getUser('z');
+    t.advance(60_000);
+    await t.engine.identifyUser({ id: 'z', tz: 'AMERICA/SANTIAGO' });
+    // Another spelling of the same zone is no change: `updated` stays.
+    expect(await t.engine.getUser('z')).toEqual(before);
+  });
+
+  it('20 000 failing engine and HTTP calls with distinct zone spellings grow the heap by less than 20 MB', async () => {
+    const g = (globalThis as { gc?: () => void }).gc ?? (v8.setFlagsFromString('--expose-gc'), vm.runInNewContext('gc') as () => void);
+    const t = setup(config);
+    const handler = createHttpHandler(t.engine, { apiKeys: ['k'] });
+    const bases = ['America/Argentina/ComodRivadavia', 'Europe/Paris', 'America/Los_Angeles', 'Australia/Lord_Howe', 'America/Indiana/Indianapolis'];
+    let n = 0;
+    const spelling = () => {
+      const base = bases[n % bases.length] as string;
+      const bits = Math.floor(n++ / bases.length);
+      let out = '';
+      let i = 0;
+      for (const ch of base) out += (bits >> i++ % 24) & 1 ? ch.toUpperCase() : ch.toLowerCase();
+      return out;
+    };
+    // Outcomes are counted, not asserted one by one: each `expect` keeps a little state in vitest.
+    const outcomes = new Map<string, number>();
+    const count = (what: string) => outcomes.set(what, (outcomes.get(what) ?? 0) + 1);
+    const fail = async (i: number) => {
+      const tz = spelling();
+      // Each call validates (and canonicalises) the zone, then fails: an undeclared attribute, or an HTTP 400.
+      if (i % 2 === 0) {
+        try {
+          await t.engine.recordEvent('m', { user: { id: `u${i}`, tz, attributes: { nope: 'x' } as never }, value: 1 });
+          count('succeeded');
+        } catch (e) {
+          count(isLaurelError(e) ? e.code : 'untyped');
+        }
+      } else {
+        const res = await handler(new Request('http://x/v1/metrics/m/event', { method: 'POST', headers: { 'x-api-key': 'k', 'content-type': 'application/json' }, body: JSON.stringify({ user: { id: `u${i}`, tz, attributes: { nope: 'x' } }, value: 1 }) }));
+        await res.text();
+        count(`http ${res.status}`);
+      }
+    };
+    for (let i = 0; i < 2_000; i++) await fail(i);
+    g();
+    g();
+    const before = process.memoryUsage();
+    for (let i = 0; i < 20_000; i++) await fail(i);
+    g();
+    g();
+    const after = process.memoryUsage();
+    const MB = 1024 * 1024;
+    const growth = `heap +${((after.heapUsed - before.heapUsed) / MB).toFixed(1)} MB, rss +${((after.rss - before.rss) / MB).toFixed(1)} MB`;
+    expect(after.heapUsed - before.heapUsed, growth).toBeLessThan(20 * MB);
+    expect(after.rss - before.rss, growth).toBeLessThan(64 * MB);
+    expect(t.store.userCount).toBe(0);
+    expect(Object.fromEntries(outcomes)).toEqual({ INVALID_ATTRIBUTE_KEYS: 11_000, 'http 400': 11_000 });
+  }, 60_000);
 });

@@ -4,7 +4,7 @@
  * every problem is reported at once, each with its path.
  */
 import { z } from 'zod';
-import { isValidLocalDate, isValidTimeZone } from '../core/calendar.js';
+import { canonicalTimeZone, isValidLocalDate, isValidTimeZone } from '../core/calendar.js';
 import { isStorableText } from '../core/text.js';
 
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
@@ -22,7 +22,8 @@ const text = () => z.string().refine(isStorableText, 'must be well-formed text w
 const idSchema = text().min(1).max(255).optional();
 const nullableText = text().nullable().optional();
 const name = () => text().min(1);
-const timeZoneSchema = z.string().refine(isValidTimeZone, { message: 'must be a known IANA time zone name' });
+// Zone names match in any letter case; the compiled configuration holds the canonical IANA name.
+const timeZoneSchema = z.string().refine(isValidTimeZone, { message: 'must be a known IANA time zone name' }).transform((tz) => canonicalTimeZone(tz) as string);
 const dateSchema = z.string().refine(isValidLocalDate, 'must be a date in YYYY-MM-DD form');
 const attributeFilter = z.record(z.string(), text()).optional();
 const positive = z.number().finite().positive();

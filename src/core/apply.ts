@@ -5,6 +5,7 @@
  */
 import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
 import { NotFoundError, ValidationError } from '../errors.js';
+import { isSupportedInstant, MAX_INSTANT_MS, MIN_INSTANT_MS } from './calendar.js';
 import { completeApiAchievement, recordAchievementProgress, settleAchievements, unlockedViews, userAchievementView } from './achievements.js';
 import { addDecimal, decimalOf, isExactDecimal, MAX_EXACT } from './decimal.js';
 import { updateLeaderboards } from './leaderboards.js';
@@ -34,15 +35,12 @@ import type {
 } from './types.js';
 import { mergeUser, newUserState, validateEvent, validateUserInput } from './users.js';
 
-const MIN_INSTANT = Date.parse('1900-01-02T00:00:00.000Z');
-const MAX_INSTANT = Date.parse('9999-12-30T00:00:00.000Z');
-
 /** Validates an instant: a valid Date whose local date in every zone lies in the supported date range. */
 export function checkInstant(value: unknown, path: (string | number)[]): asserts value is Date {
   const ms = value instanceof Date ? value.getTime() : NaN;
   if (Number.isNaN(ms)) throw new ValidationError(`${path.join('.')} must be a valid Date (got ${String(value)})`, [{ path, message: 'must be a valid Date' }]);
-  if (ms < MIN_INSTANT || ms > MAX_INSTANT) {
-    throw new ValidationError(`${path.join('.')} must be between ${new Date(MIN_INSTANT).toISOString()} and ${new Date(MAX_INSTANT).toISOString()} (got ${(value as Date).toISOString()})`, [{ path, message: 'out of the supported range' }]);
+  if (!isSupportedInstant(ms)) {
+    throw new ValidationError(`${path.join('.')} must be between ${new Date(MIN_INSTANT_MS).toISOString()} and ${new Date(MAX_INSTANT_MS).toISOString()} (got ${(value as Date).toISOString()})`, [{ path, message: 'out of the supported range' }]);
   }
 }
 

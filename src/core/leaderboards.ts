@@ -4,7 +4,7 @@
  * the store's ordered index after the commit, never from here.
  */
 import type { CompiledLeaderboard } from '../config/define.js';
-import { addDays, addMonths, localDateOf, type LocalDate } from './calendar.js';
+import { addDays, addMonths, daysBetween, localDateOf, type LocalDate } from './calendar.js';
 import { addDecimal, compareDecimal, decimalOf, isExactDecimal, MAX_EXACT } from './decimal.js';
 import { ValidationError } from '../errors.js';
 import { record, type Step } from './step.js';
@@ -29,7 +29,7 @@ export function runContaining(board: CompiledLeaderboard, date: LocalDate): Run 
   if (!board.runUnit || !board.runInterval) return { start: board.start, end: board.end };
   const interval = board.runInterval;
   if (board.runUnit === 'day') {
-    const days = Math.round((Date.parse(date) - Date.parse(board.start)) / 86_400_000);
+    const days = daysBetween(board.start, date);
     const k = Math.floor(days / interval);
     const start = addDays(board.start, k * interval);
     return { start, end: clipEnd(board, addDays(start, interval - 1)) };

@@ -5,7 +5,7 @@ import type { LaurelConfig } from '../config/define.js';
 import { InvalidAttributeKeysError, NotFoundError, ValidationError } from '../errors.js';
 import { MAX_EXACT } from './decimal.js';
 import { isStorableText } from './text.js';
-import { isValidTimeZone } from './calendar.js';
+import { canonicalTimeZone, isValidTimeZone } from './calendar.js';
 import { emptyPointsState } from './points.js';
 import { emptyStreak } from './streaks.js';
 import { own, record } from './step.js';
@@ -55,7 +55,7 @@ export function validateUserInput(cfg: LaurelConfig, user: unknown): asserts use
   optionalString(u.email, ['user', 'email'], 320);
   optionalString(u.name, ['user', 'name'], 255);
   optionalString(u.tz, ['user', 'tz'], 100);
-  if (typeof u.tz === 'string' && u.tz !== '' && !isValidTimeZone(u.tz)) fail(['user', 'tz'], `unknown IANA time zone "${u.tz}"`);
+  if (typeof u.tz === 'string' && u.tz !== '' && !isValidTimeZone(u.tz)) fail(['user', 'tz'], `unknown IANA time zone ${JSON.stringify(u.tz)}`);
   checkAttributes(u.attributes, cfg.index.userAttributes, ['user', 'attributes']);
 }
 
@@ -81,7 +81,7 @@ export function newUserState(cfg: LaurelConfig, input: UserInput, nowIso: string
     id: input.id,
     email: input.email || null,
     name: input.name || null,
-    tz: input.tz || null,
+    tz: input.tz ? canonicalTimeZone(input.tz) : null,
     attributes: Object.assign(record<string>(), input.attributes),
     created: nowIso,
     updated: nowIso,
@@ -103,7 +103,8 @@ export function newUserState(cfg: LaurelConfig, input: UserInput, nowIso: string
 export function mergeUser(user: UserRecord, input: UserInput, nowIso: string): boolean {
   let changed = false;
   for (const field of ['email', 'name', 'tz'] as const) {
-    const v = input[field];
+    // Zones are kept by their canonical name, so `europe/paris` after `Europe/Paris` changes nothing.
+    const v = field === 'tz' && input.tz ? canonicalTimeZone(input.tz) : input[field];
     if (v && v !== user[field]) {
       user[field] = v;
       changed = true;
