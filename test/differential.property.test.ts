@@ -82,7 +82,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
         attrs: mostly<Record<string, string>>([{}, { device: 'ios' }, { device: 'web' }], [{ nope: 'x' }, { device: 'a\u0000' }]),
         key: fc.option(mostly(['k1', 'k2', 'k3'], ['k\uDC00', 'k\u0000']), { nil: undefined, freq: 2 }),
         tz,
-        plan: fc.option(fc.constantFrom('pro', 'free'), { nil: undefined, freq: 2 }),
+        plan: fc.option(mostly(['pro', 'free'], ['用'.repeat(1000)]), { nil: undefined, freq: 2 }),
       })
       .map((e): Op => ({ kind: 'event', user: e.user, metric: e.metric, value: e.value, attrs: e.attrs, ...(e.key ? { key: e.key } : {}), ...(e.tz ? { tz: e.tz } : {}), ...(e.plan ? { plan: e.plan } : {}) })),
   },

@@ -11,7 +11,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDecimal, applyAccrue, applyCompletion, applyEvent, applyIdentify, compareDecimal, createEngine, decimalOf, defineConfig, isLaurelError, replayResponse, viewState, type UserState } from '../src/index.js';
+import { addDecimal, applyAccrue, applyCompletion, applyEvent, applyIdentify, boardIndex, compareDecimal, createEngine, decimalOf, defineConfig, isLaurelError, replayResponse, StorageUnavailableError, viewState, withRankIndex, type RankIndex, type UserState } from '../src/index.js';
 import { createHttpHandler, toNodeListener } from '../src/http.js';
 import { createMemoryStore } from '../src/memory.js';
 import { sequentialIds } from '../src/testing/index.js';
@@ -92,9 +92,16 @@ describe('numbers outside the exact range', () => {
     const before = await t.store.loadUser('n');
     await expect(t.engine.recordEvent('m', { user: { id: 'n' }, value: 5 })).rejects.toMatchObject({ code: 'VALIDATION', issues: [{ path: ['value'] }] });
     expect(await t.store.loadUser('n')).toEqual(before);
-    // Totals that no double carries exactly are refused too, never silently rounded.
-    await t.engine.recordEvent('m', { user: { id: 'd' }, value: 0.30000000000000004 });
-    await expect(t.engine.recordEvent('m', { user: { id: 'd' }, value: 0.30000000000000004 })).rejects.toMatchObject({ code: 'VALIDATION' });
+    // Totals that no double carries exactly are refused too, never silently rounded; the total stays usable.
+    await t.engine.recordEvent('m', { user: { id: 'd' }, value: 9_007_199_254_740_990 });
+    await expect(t.engine.recordEvent('m', { user: { id: 'd' }, value: 0.5 })).rejects.toMatchObject({ code: 'VALIDATION' });
+    await expect(t.engine.recordEvent('m', { user: { id: 'd' }, value: 1 })).resolves.toMatchObject({ total: 9_007_199_254_740_991 });
+    // Floating-point noise and dust are refused up front: accepted, they would make every later total inexact.
+    for (const value of [0.1 + 0.2, 5e-324, 1e-10, 1 / 3]) {
+      await expect(t.engine.recordEvent('m', { user: { id: 'f' }, value })).rejects.toMatchObject({ code: 'VALIDATION' });
+    }
+    for (const value of [0.1, 0.2, 2.5, 0.000000001, 123456.789012345]) await t.engine.recordEvent('m', { user: { id: 'g' }, value });
+    expect((await t.engine.getUserMetric('g', 'm')).current).toBe(123459.589012346);
   });
 
   it('points never leave the exact range: awards are cut to fit 2^53 - 1 and nothing non-finite is stored', async () => {
@@ -109,6 +116,18 @@ describe('numbers outside the exact range', () => {
     const state = (await t.store.loadUser('p'))?.state;
     expect(JSON.stringify(state)).not.toMatch(/Infinity|NaN|"total":null/);
     expect(Number.isSafeInteger(state?.points.big?.total)).toBe(true);
+  });
+});
+
+describe('long breakdown groups', () => {
+  it('a group of 1000-character attribute values gets a short, stable index name', async () => {
+    const config = defineConfig({ metrics: [{ key: 'm', name: 'M' }], attributes: [{ key: 'team', name: 'Team', type: 'user' }], leaderboards: [{ key: 'b', name: 'B', rankBy: 'metric', metricKey: 'm', start: '2026-01-01', breakdownAttributes: ['team'] }] });
+    const t = setup(config);
+    const team = '用'.repeat(1000);
+    const res = await t.engine.recordEvent('m', { user: { id: 'u', attributes: { team } }, value: 1 });
+    expect(res.leaderboards.b).toMatchObject({ rank: 1, userAttributes: { team } });
+    expect((await t.engine.getLeaderboard('b', { userAttributes: { team } })).rankings).toMatchObject([{ userId: 'u', rank: 1 }]);
+    expect(boardIndex('b', '2026-01-01', `["${team}"]`)).toMatch(/^lb\|b\|2026-01-01\|#[0-9a-f-]{36}$/);
   });
 });
 
@@ -186,6 +205,8 @@ describe('every public function throws only LaurelErrors for bad input', () => {
       ['not a config', () => applyEvent({} as never, null, { metricKey: 'm', user: { id: 'u' }, value: 1 }, ctx)],
       ['null event', () => applyEvent(config, null, null as never, ctx)],
       ['garbage prior', () => applyEvent(config, { user: 5 } as never, { metricKey: 'm', user: { id: 'u' }, value: 1 }, ctx)],
+      ['prior with an unknown zone', () => applyEvent(config, { user: { id: 'u', tz: 'Not/AZone', created: '2026-01-01T00:00:00.000Z', updated: '2026-01-01T00:00:00.000Z' } } as never, { metricKey: 'm', user: { id: 'u' }, value: 1 }, ctx)],
+      ['prior with a garbage creation instant', () => applyEvent(config, { user: { id: 'u', created: 'garbage', updated: 'x' } } as never, { metricKey: 'm', user: { id: 'u' }, value: 1 }, ctx)],
       ['prior metrics not strings', () => applyEvent(config, { user: { id: 'u', created: 'x', updated: 'x' }, metrics: { m: 5 } } as never, { metricKey: 'm', user: { id: 'u' }, value: 1 }, ctx)],
       ['accrue without prior', () => applyAccrue(config, undefined as never, ctx)],
       ['view without state', () => viewState(config, null as never, ctx)],
@@ -400,4 +421,69 @@ describe('zone names: canonical, and no spelling grows memory', () => {
     expect(t.store.userCount).toBe(0);
     expect(Object.fromEntries(outcomes)).toEqual({ INVALID_ATTRIBUTE_KEYS: 11_000, 'http 400': 11_000 });
   }, 60_000);
+});
+
+describe('review findings', () => {
+  const config = defineConfig({
+    metrics: [{ key: 'm', name: 'M' }],
+    attributes: [{ key: 'plan', name: 'Plan', type: 'user' }],
+    achievements: [{ key: 'pro', name: 'Pro', trigger: 'metric', metricKey: 'm', metricValue: 1, userAttributes: { plan: 'pro' } }],
+    leaderboards: [
+      { key: 'a', name: 'A', rankBy: 'metric', metricKey: 'm', start: '2026-01-01' },
+      { key: 'b', name: 'B', rankBy: 'metric', metricKey: 'm', start: '2026-01-01', runUnit: 'month' },
+      { key: 'c', name: 'C', rankBy: 'metric', metricKey: 'm', start: '2026-01-01', runUnit: 'year' },
+    ],
+  });
+
+  it('a rank index that fails after the commit, with an onError that throws, still gives success once, after one index call', async () => {
+    const store = createMemoryStore();
+    let calls = 0;
+    const down = async () => {
+      calls++;
+      await new Promise((r) => setTimeout(r, 20));
+      throw new StorageUnavailableError('index down');
+    };
+    const index = { apply: down, getEntry: down, readRange: down, countEntries: down, readRankHistory: down, scanUsers: down } as unknown as RankIndex;
+    const degraded: unknown[] = [];
+    const engine = createEngine({ config, store: withRankIndex(store, index, { onError: () => { throw new Error('logger failed'); } }), onDegraded: (e) => degraded.push(e) });
+    const res = await engine.recordEvent('m', { user: { id: 'u' }, value: 1 });
+    expect(Object.values(res.leaderboards).map((b) => b.rank)).toEqual([null, null, null]);
+    expect(calls).toBe(1);
+    expect((await store.loadUser('u'))?.state.metrics.m).toBe('1');
+    calls = 0;
+    const sim = await engine.simulateEvent('m', { user: { id: 'u' }, value: 1 });
+    expect(Object.values(sim.leaderboards).map((b) => b.rank)).toEqual([null, null, null]);
+    expect(calls).toBe(1);
+    expect(degraded).toHaveLength(1);
+  });
+
+  it('accrue saves achievements it unlocks', async () => {
+    const t = setup(config);
+    await t.engine.recordEvent('m', { user: { id: 'g' }, value: 1 });
+    await t.store.commit({ ...(await (async () => { const l = await t.store.loadUser('g'); const state = structuredClone(l!.state); state.user.attributes = { plan: 'pro' }; return { userId: 'g', expectedVersion: l!.version, state }; })()), ledger: [], leaderboard: [], counters: {}, idempotency: null });
+    await t.engine.accrue('g');
+    expect((await t.store.loadUser('g'))?.state.achievements.pro).toBeDefined();
+    expect((await t.engine.listAchievements())[0]?.completions).toBe(1);
+  });
+
+  it('dates at the end of the range stay bounded: summaries and runs near 8999-12-31, 9999 refused', async () => {
+    const t = setup(config, '8999-12-20T00:00:00Z');
+    const res = await t.engine.recordEvent('m', { user: { id: 'late' }, value: 1 });
+    expect(res.leaderboards.b?.start).toBe('8999-12-01');
+    expect(res.leaderboards.c?.start).toBe('8999-01-01');
+    const started = performance.now();
+    expect(await t.engine.getMetricEventSummary('late', 'm', { aggregation: 'monthly', startDate: '8999-01-01', endDate: '8999-12-31' })).toHaveLength(12);
+    expect(await t.engine.getMetricEventSummary('late', 'm', { aggregation: 'weekly', startDate: '8999-12-01', endDate: '8999-12-31' })).toHaveLength(6);
+    expect(performance.now() - started).toBeLessThan(1000);
+    await expect(t.engine.getMetricEventSummary('late', 'm', { aggregation: 'daily', startDate: '9999-12-01', endDate: '9999-12-31' })).rejects.toMatchObject({ code: 'VALIDATION' });
+    await expect(t.engine.getLeaderboard('b', { run: '9999-12-31' })).rejects.toMatchObject({ code: 'VALIDATION' });
+    expect(() => defineConfig({ metrics: [{ key: 'm', name: 'M' }], leaderboards: [{ key: 'x', name: 'X', rankBy: 'metric', metricKey: 'm', start: '2026-01-01', runUnit: 'year', runInterval: 5000 }] })).toThrow(/runInterval/);
+  });
+
+  it('an id source that returns something no store can key is a typed error, on every store alike', async () => {
+    for (const bad of [42, '', 'a\u0000b', 'x'.repeat(256)]) {
+      const engine = createEngine({ config, newId: () => bad as string });
+      await expect(engine.recordEvent('m', { user: { id: 'u' }, value: 1 })).rejects.toMatchObject({ code: 'VALIDATION' });
+    }
+  });
 });

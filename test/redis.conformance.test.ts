@@ -44,6 +44,27 @@ describe.skipIf(!REDIS_URL)('Redis rank index specifics (needs LAUREL_REDIS_URL)
     expect(await index.getEntry('lb|x', 'u')).toBeNull();
   });
 
+  it('orders and reads back instants before 1970 (the supported range starts in 1900)', async () => {
+    const index = createRedisRankIndex({ redis: redis as Redis, prefix: `${uniq('old')}:` });
+    const rows = [
+      { userId: 'late', reachedAt: '1969-12-31T23:59:59.999Z' },
+      { userId: 'early', reachedAt: '1900-01-02T00:00:00.000Z' },
+      { userId: 'epoch', reachedAt: '1970-01-01T00:00:00.000Z' },
+      { userId: 'mid', reachedAt: '1960-06-01T12:00:00.000Z' },
+      { userId: 'now', reachedAt: '2026-01-01T00:00:00.000Z' },
+    ];
+    for (const [i, r] of rows.entries()) await index.apply([{ index: 'i', ...r, value: 5, date: r.reachedAt.slice(0, 10), version: i + 1 }]);
+    const page = await index.readRange('i', 0, 10);
+    expect(page.map((e) => [e.userId, e.reachedAt, e.rank])).toEqual([
+      ['early', '1900-01-02T00:00:00.000Z', 1],
+      ['mid', '1960-06-01T12:00:00.000Z', 2],
+      ['late', '1969-12-31T23:59:59.999Z', 3],
+      ['epoch', '1970-01-01T00:00:00.000Z', 4],
+      ['now', '2026-01-01T00:00:00.000Z', 5],
+    ]);
+    expect(await index.getEntry('i', 'mid')).toMatchObject({ rank: 2, reachedAt: '1960-06-01T12:00:00.000Z' });
+  });
+
   it('keeps unicode user ids and their code-unit order', async () => {
     const index = createRedisRankIndex({ redis: redis as Redis, prefix: `${uniq('uni')}:` });
     const at = '2026-01-01T00:00:00.000Z';

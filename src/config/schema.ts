@@ -132,7 +132,8 @@ export const leaderboardSchema = z
     start: dateSchema,
     end: dateSchema.nullable().optional(),
     runUnit: z.enum(['day', 'month', 'year']).nullable().optional(),
-    runInterval: z.number().int().min(1).optional(),
+    // Bounded so that every run of a board starting in the supported date range ends inside it.
+    runInterval: z.number().int().min(1).max(1000).optional(),
     maxParticipants: z.number().int().min(1).default(1000),
     timeZone: timeZoneSchema.optional(),
     breakdownAttributes: z.array(keySchema).default([]),

@@ -6,7 +6,7 @@
  * proleptic Gregorian calendar), computed with exact integer algorithms that never go through `Date`, so it
  * depends neither on the process's own time zone, nor on DST, nor on `Date.UTC`'s 0..99 => 1900..1999 rule.
  *
- * Supported range: local dates from MIN_LOCAL_DATE (1900-01-01) to MAX_LOCAL_DATE (9999-12-31), and instants
+ * Supported range: local dates from MIN_LOCAL_DATE (1900-01-01) to MAX_LOCAL_DATE (8999-12-31), and instants
  * from MIN_INSTANT_MS to MAX_INSTANT_MS, inside which every zone's local date lies in the date range. The
  * arithmetic (dayNumber, dateOfDayNumber, addDays, addMonths, ...) is exact for every year; years outside
  * 0000..9999 are written in an extended form (`10000-01-01`, `-0001-12-31`) that `dayNumber` reads back, but
@@ -28,12 +28,18 @@ const ERA_SAFE_MS = -62_135_510_400_000;
 
 /** First supported local date. */
 export const MIN_LOCAL_DATE: LocalDate = '1900-01-01';
-/** Last supported local date. */
-export const MAX_LOCAL_DATE: LocalDate = '9999-12-31';
+/**
+ * Last supported local date. Dates are compared as `YYYY-MM-DD` strings throughout, which is exact only for
+ * four-digit years; ending at 8999 leaves room for every period, summary bound and leaderboard run computed
+ * from a supported date (runs are at most 1000 units long) to stay below 9999-12-31.
+ */
+export const MAX_LOCAL_DATE: LocalDate = '8999-12-31';
+const MIN_YEAR = 1900;
+const MAX_YEAR = 8999;
 /** First supported instant, 1900-01-02T00:00:00.000Z: its local date is on or after MIN_LOCAL_DATE in every zone. */
 export const MIN_INSTANT_MS = -2_208_902_400_000;
-/** Last supported instant, 9999-12-30T00:00:00.000Z: its local date is on or before MAX_LOCAL_DATE in every zone. */
-export const MAX_INSTANT_MS = 253_402_128_000_000;
+/** Last supported instant, 8999-12-30T00:00:00.000Z: its local date is on or before MAX_LOCAL_DATE in every zone. */
+export const MAX_INSTANT_MS = 221_845_219_200_000;
 
 /** True for a valid instant (a Date or epoch milliseconds) between MIN_INSTANT_MS and MAX_INSTANT_MS inclusive. */
 export function isSupportedInstant(instant: Date | number): boolean {
@@ -354,7 +360,7 @@ export function isValidLocalDate(value: string): boolean {
   const y = Number(value.slice(0, 4));
   const m = Number(value.slice(5, 7));
   const d = Number(value.slice(8, 10));
-  return y >= 1900 && m >= 1 && m <= 12 && d >= 1 && d <= daysInMonth(y, m);
+  return y >= MIN_YEAR && y <= MAX_YEAR && m >= 1 && m <= 12 && d >= 1 && d <= daysInMonth(y, m);
 }
 
 const DIGIT_POSITIONS = [0, 1, 2, 3, 5, 6, 8, 9];

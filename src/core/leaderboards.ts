@@ -7,6 +7,7 @@ import type { CompiledLeaderboard } from '../config/define.js';
 import { addDays, addMonths, daysBetween, localDateOf, type LocalDate } from './calendar.js';
 import { addDecimal, compareDecimal, decimalOf, isExactDecimal, MAX_EXACT } from './decimal.js';
 import { ValidationError } from '../errors.js';
+import { stableId } from './ids.js';
 import { record, type Step } from './step.js';
 import type { EventLeaderboard, LeaderboardView } from './types.js';
 
@@ -68,9 +69,13 @@ export function groupAttributes(board: CompiledLeaderboard, attributes: Readonly
   return out;
 }
 
-/** The store index name of one run (and group) of a board. */
+/**
+ * The store index name of one run (and group) of a board. A group longer than 200 characters (breakdown
+ * attribute values may have up to 1000 each) is named by a 128-bit hash of it instead, so that the name fits
+ * every store's keys (PostgreSQL's btree entries hold at most 2704 bytes) and all stores accept the same input.
+ */
 export function boardIndex(boardKey: string, runStart: LocalDate, group: string): string {
-  return `lb|${boardKey}|${runStart}|${group}`;
+  return `lb|${boardKey}|${runStart}|${group.length > 200 ? `#${stableId('group', group)}` : group}`;
 }
 
 /** The store index of every user's total in a points system (for level summaries and histograms). */

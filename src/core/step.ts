@@ -5,7 +5,7 @@
  */
 import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
 import type { LocalDate } from './calendar.js';
-import { localDateOf } from './calendar.js';
+import { canonicalTimeZone, isSupportedInstant, localDateOf } from './calendar.js';
 import { ValidationError } from '../errors.js';
 import type { Award, Effects, UserState } from './types.js';
 
@@ -89,6 +89,8 @@ function copyRecord<T>(src: unknown, what: string, copy: (v: unknown, key: strin
 
 const str = (v: unknown, what: string): string => (typeof v === 'string' ? v : badState(`${what} must be a string`));
 const strOrNull = (v: unknown, what: string): string | null => (v === null || v === undefined ? null : str(v, what));
+const instant = (v: unknown, what: string): string => (typeof v === 'string' && isSupportedInstant(Date.parse(v)) ? v : badState(`${what} must be an ISO instant in the supported range`));
+const zoneOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : (canonicalTimeZone(v as string) ?? badState('user.tz must be a known time zone')));
 const num = (v: unknown, what: string): number => (typeof v === 'number' && Number.isFinite(v) ? v : badState(`${what} must be a finite number`));
 
 /**
@@ -106,9 +108,9 @@ export function cloneState(state: UserState): UserState {
       id: str(u.id, 'user.id'),
       email: strOrNull(u.email, 'user.email'),
       name: strOrNull(u.name, 'user.name'),
-      tz: strOrNull(u.tz, 'user.tz'),
+      tz: zoneOrNull(u.tz),
       attributes: copyRecord(u.attributes, 'user.attributes', (v) => str(v, 'user.attributes')),
-      created: str(u.created, 'user.created'),
+      created: instant(u.created, 'user.created'),
       updated: str(u.updated, 'user.updated'),
     },
     metrics: copyRecord(state.metrics, 'metrics', (v) => str(v, 'metrics')),

@@ -42,7 +42,7 @@ import type {
   UserState,
 } from '../core/types.js';
 import { own } from '../core/step.js';
-import { checkAttributes, validateEvent, validateUserId, validateUserInput } from '../core/users.js';
+import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
 import { createMemoryStore } from '../store/memory.js';
 import type { CommitResult, Store, VersionedState } from '../store/types.js';
 import { KeyedLock } from './lock.js';
@@ -199,7 +199,14 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     checkInstant(value, ['clock()']);
     return value;
   };
-  const context = (): CoreContext => ({ now: now(), newId });
+  // Ids become keys in every store: the engine checks each one, so a bad id source fails the call typed, the
+  // same way on every store, instead of being stored by one and refused by another.
+  const checkedId = (): string => {
+    const id = newId();
+    validateText(id, ['newId()'], 255, { nonEmpty: true });
+    return id;
+  };
+  const context = (): CoreContext => ({ now: now(), newId: checkedId });
 
   /** Runs `attempt` under the user's lock, retrying on conflicts. */
   async function withUser<R>(userId: string, attempt: (loaded: VersionedState | null) => Promise<R>): Promise<R> {
@@ -254,7 +261,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
   async function fillRanks(boards: Record<string, EventLeaderboard>, state: UserState, result: CommitResult): Promise<void> {
     // Once the index has failed in this call, the remaining boards read null at once: a call waits for at
     // most one rank-index timeout after its commit, however many boards it touched.
-    let down = false;
+    let down = result.ranksUnavailable === true;
     for (const [key, entry] of Object.entries(boards)) {
       const b = board(key);
       const index = boardIndex(key, entry.start, groupOf(b, state.user.attributes));
@@ -337,9 +344,15 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         if (record) return replayResponse(config, loaded.state, event.metricKey, record.eventId, event.idempotencyKey, context());
       }
       const { state, response } = applyValidatedEvent(config, loaded?.state ?? null, event, context());
+      let down = false;
       for (const [key, entry] of Object.entries(response.leaderboards)) {
         const b = board(key);
         const index = boardIndex(key, entry.start, groupOf(b, state.user.attributes));
+        if (down) {
+          entry.previousRank = null;
+          entry.rank = null;
+          continue;
+        }
         try {
           const before = await store.getEntry(index, state.user.id);
           entry.previousRank = capRank(b, before?.rank);
@@ -351,9 +364,10 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
           }
           entry.threshold = await thresholdOf(b, index);
         } catch (error) {
-          // Like recordEvent: ranks the index cannot answer read null.
+          // Like recordEvent: ranks the index cannot answer read null, and after one failure no more are read.
           if (!isLaurelErrorCode(error, 'STORAGE_UNAVAILABLE')) throw error;
           degraded(error);
+          down = true;
           entry.previousRank = null;
           entry.rank = null;
         }
@@ -411,7 +425,8 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       return withUser(userId, async (loaded) => {
         if (!loaded) throw new NotFoundError('user', userId);
         const { state, effects, result } = applyAccrue(config, loaded.state, context());
-        if (effects.ledger.length > 0 || effects.leaderboard.length > 0) await commit(userId, loaded, state, effects);
+        // Unlocked achievements (counters) are changes too, even without a ledger row or a board write.
+        if (effects.ledger.length > 0 || effects.leaderboard.length > 0 || Object.keys(effects.counters).length > 0) await commit(userId, loaded, state, effects);
         return result;
       });
     },

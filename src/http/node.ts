@@ -14,6 +14,7 @@ import type { FetchHandler } from './handler.js';
  * ```
  */
 export function toNodeListener(handler: FetchHandler, options: { maxBodyBytes?: number } = {}): (req: IncomingMessage, res: ServerResponse) => void {
+  options = options ?? {};
   // Bodies are read into memory here (a web stream per request costs more than the whole event), up to
   // this cap; the handler applies its own, usually smaller, `maxBodyBytes` after that.
   const cap = options.maxBodyBytes ?? 1_048_576;

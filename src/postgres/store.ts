@@ -161,6 +161,8 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     if (!connectFn || client !== undefined) throw new ValidationError('createPostgresStore needs a client with query(text, params), or connect', [{ path: ['client'], message: 'must have query(text, params)' }]);
   }
   const mode = options.transactions ?? (connectFn ? 'serial' : client && typeof client.totalCount === 'number' && client.connect ? 'pool' : client?.transaction ? 'pglite' : 'serial');
+  if (mode !== 'pool' && mode !== 'pglite' && mode !== 'serial') throw new ValidationError(`transactions must be pool, pglite or serial (got ${String(mode)})`, [{ path: ['transactions'], message: 'must be pool, pglite or serial' }]);
+  if (options.ranks !== undefined && options.ranks !== 'sql' && options.ranks !== 'none') throw new ValidationError(`ranks must be sql or none (got ${String(options.ranks)})`, [{ path: ['ranks'], message: 'must be sql or none' }]);
   if (connectFn && mode !== 'serial') throw new ValidationError('connect is for single-connection mode (transactions: serial)', [{ path: ['connect'], message: 'only with transactions: serial' }]);
   if (mode === 'pool' && typeof client?.connect !== 'function') throw new ValidationError('transactions: pool needs a client with connect()', [{ path: ['client'], message: 'must have connect()' }]);
   if (mode === 'pglite' && typeof client?.transaction !== 'function') throw new ValidationError('transactions: pglite needs a client with transaction()', [{ path: ['client'], message: 'must have transaction()' }]);

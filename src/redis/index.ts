@@ -131,10 +131,17 @@ const unhex16 = (h: string) => {
   for (let i = 0; i < h.length; i += 4) out += String.fromCharCode(parseInt(h.slice(i, i + 4), 16));
   return out;
 };
-const memberOf = (userId: string, reachedAt: string) => `${String(Date.parse(reachedAt)).padStart(16, '0')}:${hex16(userId)}`;
+// The instant part sorts as text in time order: 16 zero-padded digits from 1970 on (the layout existing
+// indexes hold), and for instants before 1970 "-" (which sorts before every digit) followed by 16 digits of
+// 10^15 + millis, so earlier instants sort first there too.
+const NEGATIVE_OFFSET = 1e15; // + millis stays an exact integer for every supported instant (>= 1900)
+const instantKey = (ms: number) => (ms >= 0 ? String(ms).padStart(16, '0') : `-${String(NEGATIVE_OFFSET + ms).padStart(16, '0')}`);
+const memberOf = (userId: string, reachedAt: string) => `${instantKey(Date.parse(reachedAt))}:${hex16(userId)}`;
 const parseMember = (m: string) => {
   const i = m.indexOf(':');
-  return { reachedAt: new Date(Number(m.slice(0, i))).toISOString(), userId: unhex16(m.slice(i + 1)) };
+  const key = m.slice(0, i);
+  const ms = key.startsWith('-') ? Number(key.slice(1)) - NEGATIVE_OFFSET : Number(key);
+  return { reachedAt: new Date(ms).toISOString(), userId: unhex16(m.slice(i + 1)) };
 };
 const orNull = (v: unknown) => (v === '' || v === null || v === undefined ? null : Number(v));
 

@@ -3,6 +3,7 @@
  * (e.g. Redis sorted sets, `laurel/redis`) answers ranks and pages. `withRankIndex` joins the two.
  */
 import type { LeaderboardWrite } from '../core/types.js';
+import { isLaurelError, StorageUnavailableError, ValidationError } from '../errors.js';
 import type { RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
 
 /** A leaderboard write tagged with the user's committed version, so late writes never undo newer ones. */
@@ -51,6 +52,7 @@ export interface WithRankIndexOptions {
  * retries, races between processes and replays cannot leave it behind a newer value.
  */
 export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithRankIndexOptions = {}): Store {
+  const onError = options?.onError;
   return {
     loadUser: (id) => store.loadUser(id),
     loadUsers: (ids) => store.loadUsers(ids),
@@ -64,8 +66,18 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
         const ranks = await rankIndex.apply(c.leaderboard.map((w) => ({ ...w, version: result.version })));
         return { version: result.version, ranks };
       } catch (error) {
-        options.onError?.(error);
-        return { version: result.version, ranks: c.leaderboard.map((w) => ({ index: w.index, userId: w.userId, previousRank: null, rank: null, previousValue: null, value: w.remove ? null : w.value })) };
+        // The commit is durable: nothing from here on may turn this call into a failure (a retry would count
+        // the event twice), not even an observer that throws.
+        try {
+          onError?.(error);
+        } catch {
+          // ignored, see above
+        }
+        return {
+          version: result.version,
+          ranks: c.leaderboard.map((w) => ({ index: w.index, userId: w.userId, previousRank: null, rank: null, previousValue: null, value: w.remove ? null : w.value })),
+          ranksUnavailable: true,
+        };
       }
     },
     getEntry: (index, userId) => rankIndex.getEntry(index, userId),
@@ -114,7 +126,18 @@ export interface RankIndexSource {
  * index fails meanwhile; running it again is safe.
  */
 export async function rebuildRankIndex(source: RankIndexSource, rankIndex: RankIndex, index: string, options: { batch?: number } = {}): Promise<number> {
-  const batch = options.batch ?? 1000;
+  const batch = options?.batch ?? 1000;
+  if (!Number.isInteger(batch) || batch < 1 || batch > 100_000) throw new ValidationError(`batch must be an integer from 1 to 100000 (got ${String(batch)})`, [{ path: ['batch'], message: 'must be an integer from 1 to 100000' }]);
+  if (typeof index !== 'string' || index.length === 0) throw new ValidationError('index must be a non-empty string', [{ path: ['index'], message: 'must be a non-empty string' }]);
+  try {
+    return await rebuild(source, rankIndex, index, batch);
+  } catch (error) {
+    if (isLaurelError(error)) throw error;
+    throw new StorageUnavailableError(`rebuildRankIndex failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}
+
+async function rebuild(source: RankIndexSource, rankIndex: RankIndex, index: string, batch: number): Promise<number> {
   const copiedUsers = new Set<string>();
   const date = new Date().toISOString().slice(0, 10);
   let copied = 0;

@@ -36,6 +36,11 @@ export interface RankChange {
 export interface CommitResult {
   version: number;
   ranks: RankChange[];
+  /**
+   * True when the commit is durable but the ranks could not be had (an external rank index failed after it;
+   * `ranks` then reads null). The engine then reads no more ranks in that call.
+   */
+  ranksUnavailable?: boolean;
 }
 
 /** A range read of one user's ledger rows of one kind and key. */
