@@ -7,7 +7,7 @@ import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { isSupportedInstant, MAX_INSTANT_MS, MIN_INSTANT_MS } from './calendar.js';
 import { completeApiAchievement, recordAchievementProgress, settleAchievements, unlockedViews, userAchievementView } from './achievements.js';
-import { addDecimal, decimalOf, isExactDecimal, MAX_EXACT } from './decimal.js';
+import { addDecimal, decimalOf, MAX_EXACT, representable } from './decimal.js';
 import { updateLeaderboards } from './leaderboards.js';
 import {
   accrueTimeGrants,
@@ -115,8 +115,9 @@ export function applyValidatedEvent(cfg: LaurelConfig, prior: UserState | null |
   const step = begin(cfg, prior, event.user, ctx);
   const metric = cfg.index.metrics.get(event.metricKey);
   const eventId = ctx.newId();
-  const total = addDecimal(step.state.metrics[event.metricKey] ?? '0', decimalOf(event.value));
-  if (!isExactDecimal(total)) throw new ValidationError(`value: the total of "${event.metricKey}" would become ${total}, which is not exactly representable (|total| <= ${MAX_EXACT}, and a JS number must carry it exactly)`, [{ path: ['value'], message: 'the total would not be exactly representable' }]);
+  const sum = addDecimal(step.state.metrics[event.metricKey] ?? '0', decimalOf(event.value));
+  const total = representable(sum);
+  if (total === null) throw new ValidationError(`value: the total of "${event.metricKey}" would become ${sum}, beyond the exact range (|total| <= ${MAX_EXACT})`, [{ path: ['value'], message: 'the total would leave the exact range' }]);
   step.state.metrics[event.metricKey] = total;
   step.effects.ledger.push({
     id: eventId,

@@ -148,14 +148,16 @@ export function floorDivideDecimal(a: DecimalString | number, b: DecimalString |
 export const MAX_EXACT = Number.MAX_SAFE_INTEGER;
 
 /**
- * True when the decimal is within +-{@link MAX_EXACT} and a JS number carries it exactly: converting it to a
- * number and back gives the same decimal. Responses and stores carry totals as numbers, so a total that is
- * not exact (0.30000000000000004 + 0.30000000000000004 = 0.60000000000000008, which no double holds) is
- * refused rather than silently rounded.
+ * A sum as Laurel keeps it: the decimal itself whenever a JS number carries it exactly (0.1 + 0.2 is 0.3),
+ * else the decimal of the nearest JS number (0.30000000000000004 + 0.30000000000000004 is
+ * 0.6000000000000001, as in JavaScript), so what is stored is always exactly what responses and stores carry
+ * as a number. Null when the sum is beyond +-{@link MAX_EXACT}: the caller refuses it.
  */
-export function isExactDecimal(value: DecimalString): boolean {
+export function representable(value: DecimalString): DecimalString | null {
   const n = Number(value);
-  return Number.isFinite(n) && Math.abs(n) <= MAX_EXACT && decimalOf(n) === value;
+  if (!Number.isFinite(n) || Math.abs(n) > MAX_EXACT) return null;
+  const d = decimalOf(n);
+  return d === value ? value : d;
 }
 
 /** The decimal as a JS number (for responses). */

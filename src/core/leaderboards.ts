@@ -5,7 +5,7 @@
  */
 import type { CompiledLeaderboard } from '../config/define.js';
 import { addDays, addMonths, daysBetween, localDateOf, type LocalDate } from './calendar.js';
-import { addDecimal, compareDecimal, decimalOf, isExactDecimal, MAX_EXACT } from './decimal.js';
+import { addDecimal, compareDecimal, decimalOf, MAX_EXACT, representable } from './decimal.js';
 import { ValidationError } from '../errors.js';
 import { stableId } from './ids.js';
 import { record, type Step } from './step.js';
@@ -133,9 +133,10 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     const prior = step.state.leaderboards[board.key];
     const sameRun = prior !== undefined && prior.run === run.start;
     const previous = sameRun ? prior.value : '0';
-    const value = absolute ?? addDecimal(previous, delta ?? '0');
-    if (!isExactDecimal(value)) {
-      throw new ValidationError(`value: the user's value on leaderboard "${board.key}" would become ${value}, which is not exactly representable (|value| <= ${MAX_EXACT})`, [{ path: ['value'], message: 'the leaderboard value would not be exactly representable' }]);
+    const sum = absolute ?? addDecimal(previous, delta ?? '0');
+    const value = representable(sum);
+    if (value === null) {
+      throw new ValidationError(`value: the user's value on leaderboard "${board.key}" would become ${sum}, beyond the exact range (|value| <= ${MAX_EXACT})`, [{ path: ['value'], message: 'the leaderboard value would leave the exact range' }]);
     }
     const groupMoved = sameRun && prior.group !== group;
     if (compareDecimal(value, previous) === 0 && !groupMoved) continue;

@@ -3,7 +3,7 @@
  */
 import type { LaurelConfig } from '../config/define.js';
 import { InvalidAttributeKeysError, NotFoundError, ValidationError } from '../errors.js';
-import { decimalOf, MAX_EXACT } from './decimal.js';
+import { MAX_EXACT } from './decimal.js';
 import { isStorableText } from './text.js';
 import { canonicalTimeZone, isValidTimeZone } from './calendar.js';
 import { emptyPointsState } from './points.js';
@@ -69,26 +69,10 @@ export function validateEvent(cfg: LaurelConfig, event: EventInput): void {
   if (event.idempotencyKey !== undefined) validateText(event.idempotencyKey, ['idempotencyKey'], 255, { nonEmpty: true });
 }
 
-/** Most decimal places and significant digits an event value may have. */
-export const MAX_VALUE_DECIMALS = 9;
-export const MAX_VALUE_DIGITS = 15;
-
-/**
- * Validates an event value: a finite number within the exact range (see {@link MAX_EXACT}); a value with a
- * fractional part has at most 15 significant digits and 9 decimal places. Binary floating-point noise (0.1 + 0.2 = 0.30000000000000004) and
- * dust (5e-324) are refused here, up front: accepted, they would make every later total of the metric need
- * more digits than a number carries, so every later event would be refused.
- */
+/** Validates an event value: a finite number within the exact range, +-(2^53 - 1) (see {@link MAX_EXACT}). */
 export function validateValue(value: unknown, path: (string | number)[]): asserts value is number {
   if (typeof value !== 'number' || !Number.isFinite(value)) fail(path, `must be a finite number (got ${String(value)})`);
   if (Math.abs(value) > MAX_EXACT) fail(path, `must be between -${MAX_EXACT} and ${MAX_EXACT} (got ${value})`);
-  const text = decimalOf(value);
-  const dot = text.indexOf('.');
-  const decimals = dot < 0 ? 0 : text.length - dot - 1;
-  const digits = text.replace(/^-/, '').replace('.', '').replace(/^0+/, '').length;
-  if (decimals > 0 && (decimals > MAX_VALUE_DECIMALS || digits > MAX_VALUE_DIGITS)) {
-    fail(path, `with a fractional part, must have at most ${MAX_VALUE_DIGITS} significant digits and ${MAX_VALUE_DECIMALS} decimal places (got ${text}; round it before sending)`);
-  }
 }
 
 /** A fresh state for a user created at `nowIso`. */
