@@ -142,6 +142,16 @@ export class StorageUnavailableError extends LaurelError {
   }
 }
 
+/**
+ * `error` itself when it is already a Laurel error, else a {@link StorageUnavailableError} saying
+ * "`where` failed: <its message>" with `error` as `cause`: how every storage layer (the engine's guard, the
+ * Postgres store, the Redis rank index, `rebuildRankIndex`) keeps raw driver errors from escaping.
+ */
+export function storageError(where: string, error: unknown): LaurelError {
+  if (isLaurelError(error)) return error;
+  return new StorageUnavailableError(`${where} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+}
+
 /** A request without a valid API key (HTTP layer). */
 export class UnauthorizedError extends LaurelError {
   constructor(message = 'Unauthorized: missing or invalid X-API-KEY header.') {

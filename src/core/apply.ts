@@ -44,14 +44,19 @@ export function checkInstant(value: unknown, path: (string | number)[]): asserts
   }
 }
 
+/** Checks that `cfg` is a configuration compiled by `defineConfig`; throws ValidationError otherwise. */
+export function checkConfig(cfg: LaurelConfig): void {
+  if (typeof cfg !== 'object' || cfg === null || typeof cfg.index !== 'object' || !(cfg.index?.metrics instanceof Map)) {
+    throw new ValidationError('config must be a configuration compiled by defineConfig', [{ path: ['config'], message: 'must come from defineConfig' }]);
+  }
+}
+
 /**
  * Checks what every pure call receives besides its input: a compiled configuration and a context whose `now`
  * is a valid date in the supported range and whose `newId` is a function. Throws ValidationError otherwise.
  */
 export function checkCall(cfg: LaurelConfig, ctx: CoreContext): void {
-  if (typeof cfg !== 'object' || cfg === null || typeof cfg.index !== 'object' || !(cfg.index?.metrics instanceof Map)) {
-    throw new ValidationError('config must be a configuration compiled by defineConfig', [{ path: ['config'], message: 'must come from defineConfig' }]);
-  }
+  checkConfig(cfg);
   if (typeof ctx !== 'object' || ctx === null) throw new ValidationError('context must be an object { now, newId }', [{ path: ['context'], message: 'must be an object' }]);
   checkInstant(ctx.now, ['context', 'now']);
   if (typeof ctx.newId !== 'function') throw new ValidationError('context.newId must be a function returning ids', [{ path: ['context', 'newId'], message: 'must be a function' }]);

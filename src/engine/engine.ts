@@ -8,7 +8,7 @@ import type { AchievementKeyOf, CompiledLeaderboard, LaurelConfig, LeaderboardKe
 import { ConflictError, isLaurelErrorCode, NotFoundError, ValidationError } from '../errors.js';
 import { guardStore } from './guard.js';
 import { achievementProgress, achievementView, userAchievementView } from '../core/achievements.js';
-import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkCall, checkInstant, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
+import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkConfig, checkInstant, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
 import { isValidLocalDate, localDateOf } from '../core/calendar.js';
 import {
   boardIndex,
@@ -176,7 +176,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) {
   if (typeof options !== 'object' || options === null) throw new ValidationError('createEngine needs options { config, store, clock, newId }', [{ path: ['options'], message: 'must be an object' }]);
   const config = options.config as LaurelConfig;
-  checkCall(config, { now: new Date(), newId: () => '' });
+  checkConfig(config);
   const rawStore = options.store ?? createMemoryStore();
   const store = guardStore(rawStore);
   const clock = options.clock ?? (() => new Date());
@@ -259,28 +259,40 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
    * board's ranks read null instead, as the rank index would have answered had it been reachable.
    */
   async function fillRanks(boards: Record<string, EventLeaderboard>, state: UserState, result: CommitResult): Promise<void> {
-    // Once the index has failed in this call, the remaining boards read null at once: a call waits for at
-    // most one rank-index timeout after its commit, however many boards it touched.
-    let down = result.ranksUnavailable === true;
+    const index = { down: result.ranksUnavailable === true };
     for (const [key, entry] of Object.entries(boards)) {
       const b = board(key);
-      const index = boardIndex(key, entry.start, groupOf(b, state.user.attributes));
-      const changes = result.ranks.filter((r) => r.index === index && r.userId === state.user.id);
+      const name = boardIndex(key, entry.start, groupOf(b, state.user.attributes));
+      const changes = result.ranks.filter((r) => r.index === name && r.userId === state.user.id);
       const first = changes[0];
       const last = changes[changes.length - 1];
       entry.previousRank = capRank(b, first?.previousRank);
       entry.rank = capRank(b, last?.rank);
+      await readRanks(index, entry, async () => {
+        entry.threshold = await thresholdOf(b, name);
+      });
+    }
+  }
+
+  /**
+   * Runs one board's rank reads for an event response. Once the rank index has failed in this call
+   * (`index.down`, also set when the commit found it down), that board and every later one read null ranks
+   * without asking again, so a call waits for at most one rank-index timeout however many boards it touched.
+   * Only a STORAGE_UNAVAILABLE failure degrades; anything else still fails the call.
+   */
+  async function readRanks(index: { down: boolean }, entry: EventLeaderboard, read: () => Promise<void>): Promise<void> {
+    if (!index.down) {
       try {
-        if (!down) entry.threshold = await thresholdOf(b, index);
+        await read();
       } catch (error) {
         if (!isLaurelErrorCode(error, 'STORAGE_UNAVAILABLE')) throw error;
         degraded(error);
-        down = true;
+        index.down = true;
       }
-      if (down) {
-        entry.previousRank = null;
-        entry.rank = null;
-      }
+    }
+    if (index.down) {
+      entry.previousRank = null;
+      entry.rank = null;
     }
   }
 
@@ -344,33 +356,22 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         if (record) return replayResponse(config, loaded.state, event.metricKey, record.eventId, event.idempotencyKey, context());
       }
       const { state, response } = applyValidatedEvent(config, loaded?.state ?? null, event, context());
-      let down = false;
+      // Like recordEvent: ranks the index cannot answer read null, and after one failure no more are read.
+      const index = { down: false };
       for (const [key, entry] of Object.entries(response.leaderboards)) {
         const b = board(key);
-        const index = boardIndex(key, entry.start, groupOf(b, state.user.attributes));
-        if (down) {
-          entry.previousRank = null;
-          entry.rank = null;
-          continue;
-        }
-        try {
-          const before = await store.getEntry(index, state.user.id);
+        const name = boardIndex(key, entry.start, groupOf(b, state.user.attributes));
+        await readRanks(index, entry, async () => {
+          const before = await store.getEntry(name, state.user.id);
           entry.previousRank = capRank(b, before?.rank);
           if (entry.value > 0) {
             // Everyone at or above the new value ranks first (they reached it earlier); the user's own old
             // entry is not counted.
-            const above = await store.countEntries(index, { min: entry.value });
+            const above = await store.countEntries(name, { min: entry.value });
             entry.rank = capRank(b, above - (before && before.value >= entry.value ? 1 : 0) + 1);
           }
-          entry.threshold = await thresholdOf(b, index);
-        } catch (error) {
-          // Like recordEvent: ranks the index cannot answer read null, and after one failure no more are read.
-          if (!isLaurelErrorCode(error, 'STORAGE_UNAVAILABLE')) throw error;
-          degraded(error);
-          down = true;
-          entry.previousRank = null;
-          entry.rank = null;
-        }
+          entry.threshold = await thresholdOf(b, name);
+        });
       }
       return response;
     },

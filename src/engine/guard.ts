@@ -3,11 +3,9 @@
  * dropped connection, a bug in a custom adapter) leaves the engine as a `StorageUnavailableError` with the
  * original kept as `cause`, so no raw driver error escapes a public call.
  */
-import { isLaurelError, StorageUnavailableError, ValidationError } from '../errors.js';
+import { storageError, ValidationError } from '../errors.js';
 import type { Store } from '../store/types.js';
 
-const wrap = (method: string, error: unknown): unknown =>
-  isLaurelError(error) ? error : new StorageUnavailableError(`Storage failed in ${method}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
 
 /** A store whose every method rejects only with Laurel errors. Stores that already do so pass through. */
 export function guardStore(store: Store): Store {
@@ -18,7 +16,7 @@ export function guardStore(store: Store): Store {
       try {
         return await fn(...args);
       } catch (error) {
-        throw wrap(method, error);
+        throw storageError(`store.${method}`, error);
       }
     };
   return {

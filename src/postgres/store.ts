@@ -10,7 +10,7 @@
  * COMMIT was in flight is read back (by the random token it wrote into the user's row) before it is
  * reported: committed means success, anything else `committed: false`, or `'unknown'` if it could not be read.
  */
-import { ConflictError, isLaurelError, StorageUnavailableError, ValidationError, type LaurelError } from '../errors.js';
+import { ConflictError, isLaurelError, storageError, StorageUnavailableError, ValidationError, type LaurelError } from '../errors.js';
 import type { IdempotencyRecord, LedgerRow } from '../core/types.js';
 import type { Commit, CommitResult, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
 import { MIGRATIONS } from './migrations.js';
@@ -183,8 +183,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   if (mode === 'pool' && client && typeof (client as Emitter).on === 'function') watchPool(client as Emitter & object, onError ? report : null);
 
   /** The store's error for anything that is not already a Laurel error. */
-  const unavailable = (method: string, error: unknown): LaurelError =>
-    isLaurelError(error) ? error : new StorageUnavailableError(`PostgreSQL store: ${method} failed: ${messageOf(error)}`, { cause: error, committed: false });
+  const unavailable = (method: string, error: unknown): LaurelError => storageError(`PostgreSQL store: ${method}`, error);
 
   // ---- Single-connection mode: one session, every use of it queued. ----
   let session: Session | null = null;

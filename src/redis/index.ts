@@ -16,7 +16,7 @@
  * and version-guarded, so such a late write is refused as stale if anything newer reached the index first.
  */
 import { createHash } from 'node:crypto';
-import { isLaurelErrorCode, StorageUnavailableError, ValidationError } from '../errors.js';
+import { storageError, StorageUnavailableError, ValidationError } from '../errors.js';
 import type { RankChange, RankedEntry, RankHistoryRow } from '../store/types.js';
 import type { RankIndex, VersionedWrite } from '../store/rank-index.js';
 
@@ -202,8 +202,7 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
       // Promise.race subscribes to both, so a call that fails after the deadline is never an unhandled rejection.
       return await Promise.race([fn(send), deadline]);
     } catch (error) {
-      if (isLaurelErrorCode(error, 'STORAGE_UNAVAILABLE')) throw error;
-      throw new StorageUnavailableError(`Redis rank index: ${method} failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      throw storageError(`Redis rank index: ${method}`, error);
     } finally {
       // Settled (answered, failed or timed out): nothing more goes out for this call.
       expired = true;

@@ -3,7 +3,7 @@
  * (e.g. Redis sorted sets, `laurel/redis`) answers ranks and pages. `withRankIndex` joins the two.
  */
 import type { LeaderboardWrite } from '../core/types.js';
-import { isLaurelError, StorageUnavailableError, ValidationError } from '../errors.js';
+import { storageError, ValidationError } from '../errors.js';
 import type { RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
 
 /** A leaderboard write tagged with the user's committed version, so late writes never undo newer ones. */
@@ -132,8 +132,7 @@ export async function rebuildRankIndex(source: RankIndexSource, rankIndex: RankI
   try {
     return await rebuild(source, rankIndex, index, batch);
   } catch (error) {
-    if (isLaurelError(error)) throw error;
-    throw new StorageUnavailableError(`rebuildRankIndex failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw storageError('rebuildRankIndex', error);
   }
 }
 
