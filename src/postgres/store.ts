@@ -264,14 +264,9 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     return next;
   }
 
-  /** A read: one or more statements outside any transaction. */
-  async function read<T>(method: string, fn: (q: Queryable) => Promise<T>): Promise<T> {
-    try {
-      if (mode === 'serial') return await exclusive((s) => fn(s.q));
-      return await fn(client as Queryable);
-    } catch (error) {
-      throw unavailable(method, error);
-    }
+  /** A read outside any transaction (its failures are typed by the guard every method gets at the end). */
+  function read<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    return mode === 'serial' ? exclusive((s) => fn(s.q)) : fn(client as Queryable);
   }
 
   /**
@@ -569,14 +564,14 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     },
 
     async loadUser(userId) {
-      const r = await read('loadUser', (q) => q.query(`SELECT version, state FROM ${t('users')} WHERE user_id = $1`, [userId]));
+      const r = await read((q) => q.query(`SELECT version, state FROM ${t('users')} WHERE user_id = $1`, [userId]));
       const row = r.rows[0];
       return row ? { version: num(row.version), state: parseState(row.state) } : null;
     },
 
     async loadUsers(userIds) {
       if (userIds.length === 0) return [];
-      const r = await read('loadUsers', (q) => q.query(`SELECT user_id, version, state FROM ${t('users')} WHERE user_id = ANY($1::text[])`, [[...userIds]]));
+      const r = await read((q) => q.query(`SELECT user_id, version, state FROM ${t('users')} WHERE user_id = ANY($1::text[])`, [[...userIds]]));
       const byId = new Map(r.rows.map((row) => [String(row.user_id), row]));
       return userIds.map((id): VersionedState | null => {
         const row = byId.get(id);
@@ -585,7 +580,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     },
 
     async getIdempotencyRecord(userId, metricKey, key): Promise<IdempotencyRecord | null> {
-      const r = await read('getIdempotencyRecord', (q) => q.query(`SELECT event_id, at FROM ${t('idempotency')} WHERE user_id = $1 AND metric_key = $2 AND key = $3`, [userId, metricKey, key]));
+      const r = await read((q) => q.query(`SELECT event_id, at FROM ${t('idempotency')} WHERE user_id = $1 AND metric_key = $2 AND key = $3`, [userId, metricKey, key]));
       const row = r.rows[0];
       return row ? { userId, metricKey, key, eventId: String(row.event_id), at: String(row.at) } : null;
     },
@@ -615,13 +610,13 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       if (q.to !== undefined) where += ` AND at < $${params.push(q.to)}`;
       const dir = q.order === 'asc' ? 'ASC' : 'DESC';
       const limit = q.limit !== undefined ? ` LIMIT $${params.push(q.limit)}` : '';
-      const r = await read('readLedger', (db) => db.query(`SELECT id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE ${where} ORDER BY at ${dir}, seq ${dir}${limit}`, params));
+      const r = await read((db) => db.query(`SELECT id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE ${where} ORDER BY at ${dir}, seq ${dir}${limit}`, params));
       return r.rows.map(toRow);
     },
 
     async getEntry(index, userId) {
       // The entry and its rank in one statement.
-      const r = await read('getEntry', (q) =>
+      const r = await read((q) =>
         q.query(
           `SELECT e.user_id, e.value, e.reached_at, (SELECT count(*) FROM ${t('entries')} x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16)) + 1 AS rank
            FROM ${t('entries')} e WHERE e.idx = $1 AND e.user_id = $2`,
@@ -634,13 +629,13 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
 
     async readRange(index, offset, limit) {
       const from = Math.max(0, offset);
-      const r = await read('readRange', (q) => q.query(`SELECT user_id, value, reached_at FROM ${t('entries')} WHERE idx = $1 ORDER BY neg_value, reached_at, user_utf16 OFFSET $2 LIMIT $3`, [index, from, limit]));
+      const r = await read((q) => q.query(`SELECT user_id, value, reached_at FROM ${t('entries')} WHERE idx = $1 ORDER BY neg_value, reached_at, user_utf16 OFFSET $2 LIMIT $3`, [index, from, limit]));
       return r.rows.map((row, i) => toEntry(row, from + i + 1));
     },
 
     async scanEntries(index, offset, limit) {
       const from = Math.max(0, offset);
-      const r = await read('scanEntries', (q) =>
+      const r = await read((q) =>
         q.query(
           `SELECT e.user_id, e.value, e.reached_at, u.version FROM ${t('entries')} e JOIN ${t('users')} u ON u.user_id = e.user_id
            WHERE e.idx = $1 ORDER BY e.neg_value, e.reached_at, e.user_utf16 OFFSET $2 LIMIT $3`,
@@ -656,18 +651,18 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       // value >= min  <=>  neg_value <= -min;  value < max  <=>  neg_value > -max
       if (range?.min !== undefined) where += ` AND neg_value <= $${params.push(-range.min)}`;
       if (range?.max !== undefined) where += ` AND neg_value > $${params.push(-range.max)}`;
-      return num((await read('countEntries', (q) => q.query(`SELECT count(*) AS n FROM ${t('entries')} WHERE ${where}`, params))).rows[0]?.n);
+      return num((await read((q) => q.query(`SELECT count(*) AS n FROM ${t('entries')} WHERE ${where}`, params))).rows[0]?.n);
     },
 
     async readRankHistory(index, userId, limit): Promise<RankHistoryRow[]> {
-      const r = await read('readRankHistory', (q) =>
+      const r = await read((q) =>
         q.query(`SELECT date, previous_rank, rank, previous_value, value FROM ${t('rank_history')} WHERE idx = $1 AND user_id = $2 ORDER BY date DESC LIMIT $3`, [index, userId, limit]),
       );
       return r.rows.map((row) => ({ date: String(row.date), previousRank: nullableNum(row.previous_rank), rank: nullableNum(row.rank), previousValue: nullableNum(row.previous_value), value: nullableNum(row.value) }));
     },
 
     async getCounters(names) {
-      const r = await read('getCounters', (q) => q.query(`SELECT name, value FROM ${t('counters')} WHERE name = ANY($1::text[])`, [[...names]]));
+      const r = await read((q) => q.query(`SELECT name, value FROM ${t('counters')} WHERE name = ANY($1::text[])`, [[...names]]));
       const found = new Map(r.rows.map((row) => [String(row.name), num(row.value)]));
       return Object.fromEntries(names.map((n) => [n, found.get(n) ?? 0]));
     },
