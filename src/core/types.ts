@@ -118,11 +118,12 @@ export interface StreakPeriodRow {
 /**
  * A leaderboard entry write: an absolute value (never an increment), or a removal. `unranked` marks an index
  * read only by value ranges (every user's points total): a store need not compute ranks or keep rank history
- * for it.
+ * for it. `thresholdRank` (a board's `maxParticipants`) asks the store to report the value at that rank after
+ * the write in the rank change's `threshold`.
  */
 export type LeaderboardWrite =
-  | { index: string; userId: string; value: number; reachedAt: string; date: LocalDate; remove?: false; unranked?: boolean }
-  | { index: string; userId: string; remove: true; date: LocalDate; unranked?: boolean };
+  | { index: string; userId: string; value: number; reachedAt: string; date: LocalDate; remove?: false; unranked?: boolean; thresholdRank?: number }
+  | { index: string; userId: string; remove: true; date: LocalDate; unranked?: boolean; thresholdRank?: number };
 
 export interface IdempotencyRecord {
   userId: string;

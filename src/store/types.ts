@@ -2,6 +2,7 @@
  * The storage contract. Implement {@link Store} for any database; run the conformance suite from
  * `laurel/testing` against it. The engine is the only caller; stores never retry and never decide rules.
  */
+import type { ConflictError } from '../errors.js';
 import type { IdempotencyRecord, LedgerKind, LedgerRow, LeaderboardWrite, UserState } from '../core/types.js';
 
 /** A user's state with the version it was stored at. Versions start at 1 and grow by 1 per commit. */
@@ -31,6 +32,12 @@ export interface RankChange {
   rank: number | null;
   previousValue: number | null;
   value: number | null;
+  /**
+   * When the write asked for it (`thresholdRank`): the value of the entry at that 1-based rank after the
+   * write, 0 when the index holds fewer entries. Returned in the commit's own round trip, so the engine needs
+   * no read after it. A store MAY leave it out; the engine then reads it with `readRange`.
+   */
+  threshold?: number;
 }
 
 export interface CommitResult {
@@ -42,6 +49,25 @@ export interface CommitResult {
    */
   ranksUnavailable?: boolean;
 }
+
+/** One idempotency record to look up with {@link Store.loadForEvents}. */
+export interface IdempotencyLookup {
+  userId: string;
+  metricKey: string;
+  key: string;
+}
+
+/** What {@link Store.loadForEvents} returns: states and idempotency records, each in the order asked. */
+export interface EventLoad {
+  users: (VersionedState | null)[];
+  records: (IdempotencyRecord | null)[];
+}
+
+/**
+ * The outcome of one commit of {@link Store.commitBatch}: its result, or the `ConflictError` it was refused
+ * with (it then changed nothing).
+ */
+export type BatchCommitOutcome = CommitResult | ConflictError;
 
 /** A range read of one user's ledger rows of one kind and key. */
 export interface LedgerQuery {
@@ -79,15 +105,21 @@ export interface RankHistoryRow {
  */
 export interface Store {
   /**
-   * Loads a user's state and version.
-   * MUST return null for an unknown user. MUST return a copy the caller may mutate without effect on the store.
+   * Loads a user's state and version. MUST return null for an unknown user.
+   * States are immutable values: the caller never mutates a loaded state, so a store MAY hand out the very
+   * object it keeps (the memory store does, frozen outside production); it MUST NOT change a state it handed out.
    */
   loadUser(userId: string): Promise<VersionedState | null>;
 
-  /**
-   * Loads several users at once (order of `userIds`, null for unknown ones). MUST return copies.
-   */
+  /** Loads several users at once (order of `userIds`, null for unknown ones). Same rules as `loadUser`. */
   loadUsers(userIds: readonly string[]): Promise<(VersionedState | null)[]>;
+
+  /**
+   * OPTIONAL. `loadUsers(userIds)` and `getIdempotencyRecord` for each of `lookups`, read together (one round
+   * trip on PostgreSQL). The engine uses it when present, else the two separate reads; both MUST give the
+   * same answers.
+   */
+  loadForEvents?(userIds: readonly string[], lookups: readonly IdempotencyLookup[]): Promise<EventLoad>;
 
   /** The idempotency record for (user, metric, key), or null. Records MUST be kept forever. */
   getIdempotencyRecord(userId: string, metricKey: string, key: string): Promise<IdempotencyRecord | null>;
@@ -107,9 +139,22 @@ export interface Store {
    *   `previousRank`/`previousValue`, every write of the day sets `rank`/`value`. For an `unranked` write
    *   it MAY return null ranks and skip the history row.
    * - MUST NOT retry; the engine decides about retries.
-   * - MUST NOT keep references to the objects passed in.
+   * - MUST NOT mutate the objects passed in. `state` is an immutable value the store MAY keep and hand out
+   *   again; the ledger rows, writes and records MUST NOT be kept by reference (the caller may reuse them).
    */
   commit(commit: Commit): Promise<CommitResult>;
+
+  /**
+   * OPTIONAL. Applies `commits` in order, as `commit` would one after another, in as few round trips and
+   * transactions as the store allows (one on PostgreSQL): the path of `Engine.recordEvents`.
+   * - Each commit is atomic on its own: applied whole, or refused with a `ConflictError` in its slot of the
+   *   result, having changed nothing. A refused commit does not stop the others.
+   * - Several commits of one user come with consecutive expected versions; once one of them is refused, the
+   *   later ones are refused too (their expected versions no longer match).
+   * - Any other failure (a server fault) rejects the whole call; the store MUST then have applied either all
+   *   the commits it would have applied, or none of them, and MAY leave it unknown which (as `commit`).
+   */
+  commitBatch?(commits: readonly Commit[]): Promise<BatchCommitOutcome[]>;
 
   /**
    * Ledger rows of one user, kind and key with `from <= at < to`, ordered by `at` (then insertion order).
