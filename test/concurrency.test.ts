@@ -19,7 +19,7 @@ describe('concurrent calls lose nothing', () => {
     expect(results).toHaveLength(200);
     expect(results.filter((r) => !r.idempotentReplayed)).toHaveLength(150);
     const state = (await store.loadUser('hot'))?.state;
-    expect(state?.metrics.lessons).toBe('15');
+    expect(state?.metrics.lessons).toBe(15);
     expect(state?.points.xp?.total).toBe(15);
     expect(await store.readLedger({ userId: 'hot', kind: 'metric', key: 'lessons', order: 'asc' })).toHaveLength(150);
     expect((await engine.getLeaderboard('all')).rankings[0]).toMatchObject({ userId: 'hot', value: 15 });
@@ -31,7 +31,7 @@ describe('concurrent calls lose nothing', () => {
     const b = createEngine({ config, store, retry: { attempts: 50, baseDelayMs: 1 } });
     const calls = Array.from({ length: 100 }, (_, i) => (i % 2 ? a : b).recordEvent('lessons', { user: { id: 'shared' }, value: 1 }, { idempotencyKey: `k${i % 80}` }));
     await Promise.all(calls);
-    expect((await store.loadUser('shared'))?.state.metrics.lessons).toBe('80');
+    expect((await store.loadUser('shared'))?.state.metrics.lessons).toBe(80);
     expect(await store.readLedger({ userId: 'shared', kind: 'metric', key: 'lessons', order: 'asc' })).toHaveLength(80);
   });
 

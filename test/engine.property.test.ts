@@ -99,7 +99,7 @@ describe('foundation properties', () => {
         }
         for (const [k, total] of expected) {
           const [user, metric] = k.split('/') as [string, string];
-          expect(states.get(user)?.metrics[metric]).toBe(total);
+          expect(states.get(user)?.metrics[metric]).toBe(Number(total));
         }
       }),
       { numRuns: 100 },

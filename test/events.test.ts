@@ -173,10 +173,10 @@ describe('the pure core', () => {
   it('applyEvent takes time and ids from the context and returns state, response and effects', () => {
     const newId = sequentialIds();
     const { state, response, effects } = applyEvent(config, null, { metricKey: 'lessons', user: { id: 'u1' }, value: 2 }, { now: new Date('2026-03-01T00:00:00Z'), newId });
-    expect(state.metrics.lessons).toBe('2');
+    expect(state.metrics.lessons).toBe(2);
     expect(state.user.created).toBe('2026-03-01T00:00:00.000Z');
     expect(response.eventId).toBe('id-1');
-    expect(effects.ledger).toEqual([{ id: 'id-1', userId: 'u1', kind: 'metric', key: 'lessons', at: '2026-03-01T00:00:00.000Z', delta: 2, total: 2, data: { eventId: 'id-1' } }]);
+    expect(effects.ledger).toEqual([{ id: 'id-1', userId: 'u1', kind: 'metric', key: 'lessons', at: '2026-03-01T00:00:00.000Z', delta: 2, total: 2, data: null }]);
     expect(effects.created).toBe(true);
     expect(effects.counters).toEqual({ users: 1 });
   });

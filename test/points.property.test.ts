@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createEngine, defineConfig, isLaurelError, type Award } from '../src/index.js';
+import { createEngine, defineConfig, isLaurelError } from '../src/index.js';
+import { awardOfRow } from '../src/core/points.js';
 import { createMemoryStore } from '../src/memory.js';
 import { arbEventSequence, sequentialIds, TIME_ZONES } from '../src/testing/index.js';
 
@@ -70,7 +71,7 @@ describe('points invariants', () => {
             const rows = await store.readLedger({ userId, kind: 'points', key: system.key, order: 'asc' });
             let running = 0;
             for (const row of rows) {
-              const award = row.data as Award;
+              const award = awardOfRow(system, row);
               expect(award.awarded).not.toBe(0);
               running += award.awarded;
               expect(award.total).toBe(running);

@@ -167,6 +167,8 @@ export interface LaurelConfig<K extends ConfigKeys = ConfigKeys> {
     readonly gatedMetricAchievements: readonly CompiledAchievement[];
     /** Leaderboards by what feeds them: `metric:<key>`, `points:<key>`, `streak`. */
     readonly leaderboardsBySource: ReadonlyMap<string, readonly CompiledLeaderboard[]>;
+    /** True when some points system has a `time` trigger (calls skip time grants otherwise). */
+    readonly hasTimeTriggers: boolean;
   };
   /** Phantom: the literal key types. Never set at run time. */
   readonly __keys?: K;
@@ -367,6 +369,7 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
       leaderboardsBySource: groupBy(leaderboards, (l) =>
         l.rankBy === 'metric' ? `metric:${l.metricKey}` : l.rankBy === 'points' ? `points:${l.pointsSystemKey}` : 'streak',
       ),
+      hasTimeTriggers: pointsSystems.some((p) => p.timeTriggers.length > 0),
     },
   };
   return deepFreeze(compiled);

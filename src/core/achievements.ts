@@ -3,8 +3,8 @@
  * user and never revoked.
  */
 import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
-import { addDecimal, compareDecimal, decimalOf } from './decimal.js';
-import { matchesFilter, own, type Step } from './step.js';
+import { addExact } from './decimal.js';
+import { matchesFilter, own, ownRecord, type Step } from './step.js';
 import type { AchievementView, AttributePair, UserAchievement, UserState } from './types.js';
 
 const pairs = (filter: Readonly<Record<string, string>> | undefined): AttributePair[] =>
@@ -56,28 +56,28 @@ export function achievementProgress(cfg: LaurelConfig, a: CompiledAchievement, s
 }
 
 function unlock(step: Step, a: CompiledAchievement): void {
-  step.state.achievements[a.key] = { achievedAt: step.nowIso, completionId: step.newId() };
+  ownRecord(step, 'achievements')[a.key] = { achievedAt: step.nowIso, completionId: step.newId() };
   step.unlocked.push(a);
   step.effects.counters[`achievement:${a.key}`] = (step.effects.counters[`achievement:${a.key}`] ?? 0) + 1;
 }
 
-const available = (step: Step, a: CompiledAchievement) => !step.state.achievements[a.key] && matchesFilter(a.userAttributes, step.state.user.attributes);
+const available = (step: Step, a: CompiledAchievement) => own(step.state.achievements, a.key) === undefined && matchesFilter(a.userAttributes, step.state.user.attributes);
 
 /** Updates filtered progress for the event's metric and unlocks what it reaches. */
 export function recordAchievementProgress(step: Step, metricKey: string, value: number, attributes: Record<string, string> | undefined): void {
   for (const a of step.cfg.index.achievementsByMetric.get(metricKey) ?? []) {
     if (a.trigger !== 'metric') continue;
-    let progress: string;
+    let progress: number;
     if (a.eventAttributes) {
-      progress = step.state.achievementProgress[a.key] ?? '0';
+      progress = own(step.state.achievementProgress, a.key) ?? 0;
       if (matchesFilter(a.eventAttributes, attributes)) {
-        progress = addDecimal(progress, decimalOf(value));
-        step.state.achievementProgress[a.key] = progress;
+        progress = addExact(progress, value);
+        ownRecord(step, 'achievementProgress')[a.key] = progress;
       }
     } else {
-      progress = step.state.metrics[metricKey] ?? '0';
+      progress = own(step.state.metrics, metricKey) ?? 0;
     }
-    if (available(step, a) && compareDecimal(progress, a.metricValue) >= 0) unlock(step, a);
+    if (progress >= a.metricValue && available(step, a)) unlock(step, a);
   }
 }
 
@@ -91,16 +91,16 @@ export function settleAchievements(step: Step): void {
   const state = step.state;
   for (const a of step.cfg.index.gatedMetricAchievements) {
     if (a.trigger !== 'metric' || !available(step, a)) continue;
-    const progress = (a.eventAttributes ? state.achievementProgress[a.key] : state.metrics[a.metricKey]) ?? '0';
-    if (compareDecimal(progress, a.metricValue) >= 0) unlock(step, a);
+    const progress = (a.eventAttributes ? own(state.achievementProgress, a.key) : own(state.metrics, a.metricKey)) ?? 0;
+    if (progress >= a.metricValue) unlock(step, a);
   }
   const length = state.streak?.length ?? 0;
   for (const a of step.cfg.index.streakAchievements) {
-    if (a.trigger === 'streak' && available(step, a) && length >= a.streakLength) unlock(step, a);
+    if (a.trigger === 'streak' && length >= a.streakLength && available(step, a)) unlock(step, a);
   }
   // Composites come in dependency order, so one pass settles chains of any length in linear time.
   for (const a of step.cfg.index.compositeAchievements) {
-    if (a.trigger === 'achievement' && available(step, a) && a.achievementKeys.every((k) => state.achievements[k])) unlock(step, a);
+    if (a.trigger === 'achievement' && available(step, a) && a.achievementKeys.every((k) => own(state.achievements, k) !== undefined)) unlock(step, a);
   }
 }
 

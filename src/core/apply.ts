@@ -7,7 +7,7 @@ import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { isSupportedInstant, MAX_INSTANT_MS, MIN_INSTANT_MS } from './calendar.js';
 import { completeApiAchievement, recordAchievementProgress, settleAchievements, unlockedViews, userAchievementView } from './achievements.js';
-import { addDecimal, decimalOf, MAX_EXACT, representable } from './decimal.js';
+import { addExact, MAX_EXACT } from './decimal.js';
 import { updateLeaderboards } from './leaderboards.js';
 import {
   accrueTimeGrants,
@@ -19,7 +19,7 @@ import {
   levelFor,
   pointsState,
 } from './points.js';
-import { cloneState, createStep, own, record, refreshZone, type Step } from './step.js';
+import { adoptState, createStep, own, ownRecord, record, refreshZone, sealState, type Step } from './step.js';
 import { advanceStreak, eventStreak, recordStreakProgress, streakView } from './streaks.js';
 import type {
   ApplyResult,
@@ -62,24 +62,21 @@ export function checkCall(cfg: LaurelConfig, ctx: CoreContext): void {
   if (typeof ctx.newId !== 'function') throw new ValidationError('context.newId must be a function returning ids', [{ path: ['context', 'newId'], message: 'must be a function' }]);
 }
 
-/** Starts a call: copies or creates the user's state, applies the upsert, and brings lazy parts up to now. */
+/** Starts a call: adopts or creates the user's state, applies the upsert, and brings lazy parts up to now. */
 function begin(cfg: LaurelConfig, priorInput: UserState | null | undefined, user: UserInput | null, ctx: CoreContext): Step {
   checkCall(cfg, ctx);
   // A prior state read from a Map or a store that has no entry is `undefined`: a new user, like null.
   const prior = priorInput ?? null;
   if (prior && user && prior.user?.id !== user.id) throw new ValidationError(`state belongs to user ${JSON.stringify(prior.user?.id)}, not ${JSON.stringify(user.id)}`);
-  const nowIso = ctx.now.toISOString();
   const created = prior === null;
   if (created && !user) throw new ValidationError('a new user needs a user input');
-  const state = created ? newUserState(cfg, user as UserInput, nowIso) : cloneState(prior);
-  const step = createStep(cfg, state, ctx.now, ctx.newId);
+  const step = created ? createStep(cfg, newUserState(cfg, user as UserInput, ctx.now.toISOString()), ctx.now, ctx.newId, true) : createStep(cfg, adoptState(prior), ctx.now, ctx.newId);
   if (created) {
     step.effects.created = true;
     step.effects.counters.users = 1;
     awardCreation(step);
   } else if (user) {
-    mergeUser(state.user, user, nowIso);
-    refreshZone(step);
+    if (mergeUser(step, user)) refreshZone(step);
   }
   advanceStreak(step);
   accrueTimeGrants(step);
@@ -120,20 +117,10 @@ export function applyValidatedEvent(cfg: LaurelConfig, prior: UserState | null |
   const step = begin(cfg, prior, event.user, ctx);
   const metric = cfg.index.metrics.get(event.metricKey);
   const eventId = ctx.newId();
-  const sum = addDecimal(step.state.metrics[event.metricKey] ?? '0', decimalOf(event.value));
-  const total = representable(sum);
-  if (total === null) throw new ValidationError(`value: the total of "${event.metricKey}" would become ${sum}, beyond the exact range (|total| <= ${MAX_EXACT})`, [{ path: ['value'], message: 'the total would leave the exact range' }]);
-  step.state.metrics[event.metricKey] = total;
-  step.effects.ledger.push({
-    id: eventId,
-    userId: event.user.id,
-    kind: 'metric',
-    key: event.metricKey,
-    at: step.nowIso,
-    delta: event.value,
-    total: Number(total),
-    data: { eventId },
-  });
+  const total = addExact(own(step.state.metrics, event.metricKey) ?? 0, event.value);
+  if (!(Math.abs(total) <= MAX_EXACT)) throw new ValidationError(`value: the total of "${event.metricKey}" would become ${total}, beyond the exact range (|total| <= ${MAX_EXACT})`, [{ path: ['value'], message: 'the total would leave the exact range' }]);
+  ownRecord(step, 'metrics')[event.metricKey] = total;
+  step.effects.ledger.push({ id: eventId, userId: event.user.id, kind: 'metric', key: event.metricKey, at: step.nowIso, delta: event.value, total, data: null });
   recordStreakProgress(step, event.metricKey, event.value);
   recordAchievementProgress(step, event.metricKey, event.value, event.attributes);
   const leaderboards = finish(step, event.metricKey, event.value, event.attributes);
@@ -143,7 +130,7 @@ export function applyValidatedEvent(cfg: LaurelConfig, prior: UserState | null |
   const response: EventResponse = {
     metricId: metric?.id as string,
     eventId,
-    total: Number(total),
+    total,
     achievements: unlockedViews(step),
     currentStreak: eventStreak(step),
     points: eventPoints(step),
@@ -153,7 +140,7 @@ export function applyValidatedEvent(cfg: LaurelConfig, prior: UserState | null |
     response.idempotencyKey = event.idempotencyKey;
     response.idempotentReplayed = false;
   }
-  return { state: step.state, response, effects: step.effects };
+  return { state: sealState(step), response, effects: step.effects };
 }
 
 /**
@@ -166,7 +153,7 @@ export function replayResponse(cfg: LaurelConfig, state: UserState, metricKey: s
   return {
     metricId: cfg.index.metrics.get(metricKey)?.id as string,
     eventId,
-    total: Number(own(view.state.metrics, metricKey) ?? 0),
+    total: own(view.state.metrics, metricKey) ?? 0,
     achievements: [],
     currentStreak: { ...streakView(cfg, view.state, view.today), extended: false },
     points: record(),
@@ -192,7 +179,7 @@ export function applyIdentify(cfg: LaurelConfig, prior: UserState | null | undef
   validateUserInput(cfg, user);
   const step = begin(cfg, prior, user, ctx);
   finish(step, null, 0, undefined);
-  return { state: step.state, effects: step.effects, result: { points: eventPoints(step) } };
+  return { state: sealState(step), effects: step.effects, result: { points: eventPoints(step) } };
 }
 
 /** Materialises due time grants and streak maintenance for an existing user. */
@@ -201,7 +188,7 @@ export function applyAccrue(cfg: LaurelConfig, prior: UserState, ctx: CoreContex
   if (prior === null || prior === undefined) throw new ValidationError('accrue needs the state of an existing user', [{ path: ['prior'], message: 'is required' }]);
   const step = begin(cfg, prior, null, ctx);
   finish(step, null, 0, undefined);
-  return { state: step.state, effects: step.effects, result: { points: eventPoints(step) } };
+  return { state: sealState(step), effects: step.effects, result: { points: eventPoints(step) } };
 }
 
 export interface CompletionResult {
@@ -246,7 +233,7 @@ export function applyCompletion(cfg: LaurelConfig, priorInput: UserState | null 
   const completion = step.state.achievements[achievement.key] as { completionId: string };
   const unlocked = unlockedViews(step);
   return {
-    state: step.state,
+    state: sealState(step),
     effects: step.effects,
     result: {
       completionId: completion.completionId,
@@ -265,7 +252,7 @@ export function applyCompletion(cfg: LaurelConfig, priorInput: UserState | null 
 export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: Map<string, Award[]>; effects: Effects } {
   if (state === null || state === undefined) throw new ValidationError('viewState needs the state of an existing user', [{ path: ['state'], message: 'is required' }]);
   const step = begin(cfg, state, null, ctx);
-  return { state: step.state, today: step.today, tz: step.tz, awards: step.awards, effects: step.effects };
+  return { state: sealState(step), today: step.today, tz: step.tz, awards: step.awards, effects: step.effects };
 }
 
 export { levelFor, pointsState };

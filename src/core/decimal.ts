@@ -171,3 +171,56 @@ export function maxDecimal(a: DecimalString, b: DecimalString): DecimalString {
 }
 
 export const DECIMAL_ZERO: DecimalString = format(ZERO.m, ZERO.s);
+
+// Totals and sums in a user's state are JS numbers: each is the number nearest to the exact decimal sum of
+// the decimals its operands denote (a number denotes its shortest decimal, `String(n)`), so 0.1 + 0.2 is 0.3.
+// The hot path works on scaled integers: a number with at most 15 significant digits and k decimals is m/10^k
+// for an integer |m| < 1e15, found without any string. Anything else takes the exact string/BigInt path.
+
+/** The number of decimals (0..15) of `x` when it denotes a decimal of at most 15 significant digits, else -1. */
+function scaleOf(x: number): number {
+  if (Number.isInteger(x)) return Math.abs(x) < 1e15 ? 0 : -1;
+  for (let k = 1; k <= 15; k++) {
+    const p = POW10[k] as number;
+    const m = Math.round(x * p);
+    if (m / p === x) return Math.abs(m) < 1e15 ? k : -1;
+  }
+  return -1;
+}
+
+/** `x * 10^s` as an exact integer, or NaN when it would not be exact (`x` has at most `s` decimals). */
+function scaled(x: number, s: number): number {
+  const v = Math.round(x * (POW10[s] as number));
+  return Math.abs(v) < 4e15 ? v : NaN;
+}
+
+/**
+ * Exact `a + b` for numbers, rounded once to the nearest number (see {@link representable}): `0.1 + 0.2` is
+ * `0.3`. Integers and short decimals take an integer path; anything else the exact decimal path.
+ */
+export function addExact(a: number, b: number): number {
+  const sa = scaleOf(a);
+  const sb = sa < 0 ? -1 : scaleOf(b);
+  if (sa === 0 && sb === 0) {
+    const r = a + b;
+    if (Math.abs(r) < 1e15) return r;
+  } else if (sa >= 0 && sb >= 0) {
+    const s = sa > sb ? sa : sb;
+    const r = scaled(a, s) + scaled(b, s);
+    if (Math.abs(r) < 4e15) return r / (POW10[s] as number);
+  }
+  return Number(addDecimal(a, b));
+}
+
+/** Exact `floor(a / b)` for numbers, `b > 0` (how many whole thresholds a high-water mark has passed). */
+export function floorDivideExact(a: number, b: number): number {
+  const sa = scaleOf(a);
+  const sb = sa < 0 ? -1 : scaleOf(b);
+  if (sa >= 0 && sb >= 0 && b > 0) {
+    const s = sa > sb ? sa : sb;
+    const x = scaled(a, s);
+    const y = scaled(b, s);
+    if (Math.abs(x) < 1e15 && y > 0) return Math.floor(x / y);
+  }
+  return floorDivideDecimal(a, b);
+}

@@ -5,10 +5,10 @@
  */
 import type { CompiledLeaderboard } from '../config/define.js';
 import { addDays, addMonths, daysBetween, localDateOf, type LocalDate } from './calendar.js';
-import { addDecimal, compareDecimal, decimalOf, MAX_EXACT, representable } from './decimal.js';
+import { addExact, MAX_EXACT } from './decimal.js';
 import { ValidationError } from '../errors.js';
 import { stableId } from './ids.js';
-import { record, type Step } from './step.js';
+import { localDateIn, own, ownRecord, record, type Step } from './step.js';
 import type { EventLeaderboard, LeaderboardView } from './types.js';
 
 export interface Run {
@@ -83,24 +83,59 @@ export function pointsTotalsIndex(systemKey: string): string {
   return `pt|${systemKey}`;
 }
 
+const boardViews = new WeakMap<CompiledLeaderboard, LeaderboardView>();
+
+/** The wire view of a board: built once per board and shared (frozen; spread it to extend it). */
 export function leaderboardView(board: CompiledLeaderboard): LeaderboardView {
-  const view: LeaderboardView = {
-    id: board.id,
-    key: board.key,
-    name: board.name,
-    description: board.description,
-    rankBy: board.rankBy,
-    start: board.start,
-    end: board.end,
-    maxParticipants: board.maxParticipants,
-    runUnit: board.runUnit,
-    runInterval: board.runInterval,
-    timeZone: board.timeZone,
-    breakdownAttributes: [...board.breakdownAttributes],
-  };
-  if (board.metricKey) Object.assign(view, { metricKey: board.metricKey, metricName: board.metricName });
-  if (board.pointsSystemKey) Object.assign(view, { pointsSystemKey: board.pointsSystemKey, pointsSystemName: board.pointsSystemName });
+  let view = boardViews.get(board);
+  if (!view) {
+    view = {
+      id: board.id,
+      key: board.key,
+      name: board.name,
+      description: board.description,
+      rankBy: board.rankBy,
+      start: board.start,
+      end: board.end,
+      maxParticipants: board.maxParticipants,
+      runUnit: board.runUnit,
+      runInterval: board.runInterval,
+      timeZone: board.timeZone,
+      breakdownAttributes: Object.freeze([...board.breakdownAttributes]) as string[],
+    };
+    if (board.metricKey) Object.assign(view, { metricKey: board.metricKey, metricName: board.metricName });
+    if (board.pointsSystemKey) Object.assign(view, { pointsSystemKey: board.pointsSystemKey, pointsSystemName: board.pointsSystemName });
+    boardViews.set(board, Object.freeze(view));
+  }
   return view;
+}
+
+// The run of the last date asked, per board: consecutive calls mostly fall on the same local day.
+const lastRun = new WeakMap<CompiledLeaderboard, { date: LocalDate; run: Run | null }>();
+
+function currentRun(board: CompiledLeaderboard, date: LocalDate): Run | null {
+  const cached = lastRun.get(board);
+  if (cached && cached.date === date) return cached.run;
+  const run = runOf(board, date);
+  lastRun.set(board, { date, run });
+  return run;
+}
+
+/** The boards an event or call feeds, in configuration order: only those whose source changed. */
+function touchedBoards(step: Step, metricKey: string | null, streakChanged: boolean): readonly CompiledLeaderboard[] {
+  const bySource = step.cfg.index.leaderboardsBySource;
+  if (bySource.size === 0) return [];
+  const lists: (readonly CompiledLeaderboard[])[] = [];
+  const add = (source: string) => {
+    const list = bySource.get(source);
+    if (list) lists.push(list);
+  };
+  if (metricKey !== null) add(`metric:${metricKey}`);
+  for (const [system, awards] of step.awards) if (awards.length > 0) add(`points:${system}`);
+  if (streakChanged) add('streak');
+  if (lists.length <= 1) return lists[0] ?? [];
+  const touched = new Set(lists.flat());
+  return step.cfg.leaderboards.filter((b) => touched.has(b));
 }
 
 /**
@@ -110,57 +145,55 @@ export function leaderboardView(board: CompiledLeaderboard): LeaderboardView {
 export function updateLeaderboards(step: Step, metricKey: string | null, metricValue: number): Record<string, EventLeaderboard> {
   const out = record<EventLeaderboard>();
   const streakChanged = (step.state.streak?.length ?? 0) !== step.streakLengthBefore;
-  for (const board of step.cfg.leaderboards) {
-    const source = board.rankBy === 'metric' ? board.metricKey === metricKey : board.rankBy === 'points' ? (step.awards.get(board.pointsSystemKey as string)?.length ?? 0) > 0 : streakChanged;
-    if (!source) continue;
-    const date = localDateOf(step.now, board.timeZone);
-    const run = runOf(board, date);
+  const userId = step.state.user.id;
+  for (const board of touchedBoards(step, metricKey, streakChanged)) {
+    const date = localDateIn(step, board.timeZone);
+    const run = currentRun(board, date);
     if (!run) continue;
-    let delta: string | null = null;
-    let absolute: string | null = null;
+    let delta = 0;
+    let absolute: number | null = null;
     if (board.rankBy === 'metric') {
-      delta = decimalOf(metricValue);
+      delta = metricValue;
     } else if (board.rankBy === 'points') {
-      delta = '0';
       // Points earned in a run are the awards dated inside it; those dated in an earlier run stay out.
       for (const a of step.awards.get(board.pointsSystemKey as string) ?? []) {
-        if (localDateOf(new Date(a.date), board.timeZone) >= run.start) delta = addDecimal(delta, decimalOf(a.awarded));
+        const day = a.date === step.nowIso ? date : localDateOf(new Date(a.date), board.timeZone);
+        if (day >= run.start) delta = addExact(delta, a.awarded);
       }
     } else {
-      absolute = String(step.state.streak?.length ?? 0);
+      absolute = step.state.streak?.length ?? 0;
     }
     const group = groupOf(board, step.state.user.attributes);
-    const prior = step.state.leaderboards[board.key];
+    const prior = own(step.state.leaderboards, board.key);
     const sameRun = prior !== undefined && prior.run === run.start;
-    const previous = sameRun ? prior.value : '0';
-    const sum = absolute ?? addDecimal(previous, delta ?? '0');
-    const value = representable(sum);
-    if (value === null) {
-      throw new ValidationError(`value: the user's value on leaderboard "${board.key}" would become ${sum}, beyond the exact range (|value| <= ${MAX_EXACT})`, [{ path: ['value'], message: 'the leaderboard value would leave the exact range' }]);
+    const previous = sameRun ? prior.value : 0;
+    const value = absolute ?? addExact(previous, delta);
+    if (!(Math.abs(value) <= MAX_EXACT)) {
+      throw new ValidationError(`value: the user's value on leaderboard "${board.key}" would become ${value}, beyond the exact range (|value| <= ${MAX_EXACT})`, [{ path: ['value'], message: 'the leaderboard value would leave the exact range' }]);
     }
     const groupMoved = sameRun && prior.group !== group;
-    if (compareDecimal(value, previous) === 0 && !groupMoved) continue;
-    const reachedAt = compareDecimal(value, previous) === 0 && sameRun ? prior.reachedAt : step.nowIso;
-    if (groupMoved) step.effects.leaderboard.push({ index: boardIndex(board.key, run.start, prior.group), userId: step.state.user.id, remove: true, date });
+    if (value === previous && !groupMoved) continue;
+    const reachedAt = value === previous && sameRun ? prior.reachedAt : step.nowIso;
+    if (groupMoved) step.effects.leaderboard.push({ index: boardIndex(board.key, run.start, prior.group), userId, remove: true, date });
     const index = boardIndex(board.key, run.start, group);
-    if (compareDecimal(value, '0') > 0) step.effects.leaderboard.push({ index, userId: step.state.user.id, value: Number(value), reachedAt, date });
-    else step.effects.leaderboard.push({ index, userId: step.state.user.id, remove: true, date });
-    step.state.leaderboards[board.key] = { run: run.start, group, value, reachedAt };
-    out[board.key] = {
-      ...leaderboardView(board),
-      start: run.start,
-      end: run.end,
-      rank: null,
-      previousRank: null,
-      threshold: 0,
-      value: Number(value),
-      userAttributes: groupAttributes(board, step.state.user.attributes),
-    };
+    const thresholdRank = board.maxParticipants;
+    if (value > 0) step.effects.leaderboard.push({ index, userId, value, reachedAt, date, thresholdRank });
+    else step.effects.leaderboard.push({ index, userId, remove: true, date, thresholdRank });
+    ownRecord(step, 'leaderboards')[board.key] = { run: run.start, group, value, reachedAt };
+    const entry = { ...leaderboardView(board) } as EventLeaderboard;
+    entry.start = run.start;
+    entry.end = run.end;
+    entry.rank = null;
+    entry.previousRank = null;
+    entry.threshold = 0;
+    entry.value = value;
+    entry.userAttributes = groupAttributes(board, step.state.user.attributes);
+    out[board.key] = entry;
   }
   // Every user's points total, for level summaries and histograms across users.
   for (const system of step.cfg.pointsSystems) {
     if (!step.effects.created && !(step.awards.get(system.key)?.length ?? 0)) continue;
-    const total = step.state.points[system.key]?.total ?? 0;
+    const total = own(step.state.points, system.key)?.total ?? 0;
     step.effects.leaderboard.push({ index: pointsTotalsIndex(system.key), userId: step.state.user.id, value: total, reachedAt: step.nowIso, date: step.today, unranked: true });
   }
   return out;

@@ -5,26 +5,35 @@
 import type { CompiledLevel, CompiledPointsSystem, CompiledTrigger, LaurelConfig } from '../config/define.js';
 import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
-import { addDecimal, compareDecimal, decimalOf, floorDivideDecimal, MAX_EXACT } from './decimal.js';
-import { matchesFilter, record, type Step } from './step.js';
-import type { Award, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
+import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
+import { matchesFilter, own, ownPoints, record, type Step } from './step.js';
+import type { Award, AwardRow, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
 
 const HOUR_MS = 3_600_000;
 
 /** A points system's state before any award. */
 export const emptyPointsState = (): PointsState => ({ total: 0, metric: record(), time: record() });
 
-/** The user's state in a system, created empty for a system configured after the user was created. */
+const EMPTY_POINTS: PointsState = Object.freeze({ total: 0, metric: Object.freeze(record<{ sum: number; hw: number }>()), time: Object.freeze(record<number>()) });
+
+/** The user's state in a system (empty for a system configured after the user was created). Read only. */
 export function pointsState(state: UserState, key: string): PointsState {
-  let ps = state.points[key];
-  if (!ps) {
-    ps = emptyPointsState();
-    state.points[key] = ps;
-  }
-  return ps;
+  return own(state.points, key) ?? EMPTY_POINTS;
 }
 
+const triggerViews = new WeakMap<CompiledTrigger, PointsTriggerView>();
+
+/** The wire view of a trigger: built once per trigger and shared (frozen). */
 export function triggerView(t: CompiledTrigger): PointsTriggerView {
+  let view = triggerViews.get(t);
+  if (!view) {
+    view = Object.freeze(buildTriggerView(t));
+    triggerViews.set(t, view);
+  }
+  return view;
+}
+
+function buildTriggerView(t: CompiledTrigger): PointsTriggerView {
   const view: PointsTriggerView = { id: t.id, type: t.type, points: t.points };
   if (t.type === 'metric') Object.assign(view, { metricId: t.metricId, metricName: t.metricName, metricThreshold: t.metricThreshold });
   if (t.type === 'streak') view.streakLengthThreshold = t.streakLengthThreshold;
@@ -37,8 +46,16 @@ export function systemView(ps: CompiledPointsSystem): PointsSystemView {
   return { id: ps.id, key: ps.key, name: ps.name, description: ps.description, badgeUrl: ps.badgeUrl, maxPoints: ps.maxPoints };
 }
 
+const levelViews = new WeakMap<CompiledLevel, LevelView>();
+
+/** The wire view of a level: built once per level and shared (frozen). */
 export function levelView(level: CompiledLevel): LevelView {
-  return { id: level.id, key: level.key, name: level.name, description: level.description, badgeUrl: level.badgeUrl, points: level.points };
+  let view = levelViews.get(level);
+  if (!view) {
+    view = Object.freeze({ id: level.id, key: level.key, name: level.name, description: level.description, badgeUrl: level.badgeUrl, points: level.points });
+    levelViews.set(level, view);
+  }
+  return view;
 }
 
 /** The level with the highest `points` at or below `total`, or null. Levels are sorted ascending. */
@@ -54,7 +71,7 @@ export function levelFor(system: CompiledPointsSystem, total: number): LevelView
 /** Applies boosts active at `at` in the user's zone to a positive award; consumption is never boosted. */
 function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date): { amount: number; boosts: BoostView[] } {
   if (raw <= 0 || system.boosts.length === 0) return { amount: raw, boosts: [] };
-  const date = localDateOf(at, step.tz);
+  const date = at === step.now ? step.today : localDateOf(at, step.tz);
   const active = system.boosts.filter((b) => b.start <= date && (b.end === null || date <= b.end) && matchesFilter(b.userAttributes, step.state.user.attributes));
   if (active.length === 0) return { amount: raw, boosts: [] };
   let amount = raw;
@@ -80,13 +97,15 @@ export function award(step: Step, system: CompiledPointsSystem, trigger: Compile
   if (next < lower) next = Math.min(ps.total, lower);
   const awarded = next - ps.total;
   if (awarded === 0) return;
-  ps.total = next;
-  const record: Award = { id: step.newId(), awarded, date: at.toISOString(), total: next, trigger: triggerView(trigger) };
-  if (boosts.length > 0) record.boosts = boosts;
+  ownPoints(step, system.key).total = next;
+  const date = at === step.now ? step.nowIso : at.toISOString();
+  const made: Award = { id: step.newId(), awarded, date, total: next, trigger: triggerView(trigger) };
+  const row: AwardRow = { trigger: trigger.id, type: trigger.type };
+  if (boosts.length > 0) made.boosts = row.boosts = boosts;
   let list = step.awards.get(system.key);
   if (!list) step.awards.set(system.key, (list = []));
-  list.push(record);
-  step.effects.ledger.push({ id: record.id, userId: step.state.user.id, kind: 'points', key: system.key, at: record.date, delta: awarded, total: next, data: record });
+  list.push(made);
+  step.effects.ledger.push({ id: made.id, userId: step.state.user.id, kind: 'points', key: system.key, at: date, delta: awarded, total: next, data: row });
 }
 
 /** The highest total a system allows: `maxPoints`, and never above the exact range (2^53 - 1). */
@@ -120,12 +139,15 @@ function timeGrantInstant(step: Step, t: CompiledTrigger, k: number, createdMs: 
  * year at a full tank costs no more than one idle for an hour.
  */
 export function accrueTimeGrants(step: Step): void {
+  if (!step.cfg.index.hasTimeTriggers) return;
   const createdMs = Date.parse(step.state.user.created);
   const createdDate = localDateOf(createdMs, step.tz);
   for (const system of step.cfg.pointsSystems) {
     if (system.timeTriggers.length === 0) continue;
-    const ps = pointsState(step.state, system.key);
-    const pending = system.timeTriggers.map((t) => ({ t, next: (ps.time[t.id] ?? 0) + 1, due: timeGrantsDue(step, t, createdMs, createdDate) }));
+    let ps = pointsState(step.state, system.key);
+    const pending = system.timeTriggers.map((t) => ({ t, next: (own(ps.time, t.id) ?? 0) + 1, due: timeGrantsDue(step, t, createdMs, createdDate) }));
+    if (pending.every((p) => p.next > p.due)) continue;
+    ps = ownPoints(step, system.key);
     for (;;) {
       const live = pending.filter((p) => p.next <= p.due);
       if (live.length === 0) break;
@@ -158,16 +180,16 @@ export function accrueTimeGrants(step: Step): void {
 export function awardMetricTriggers(step: Step, system: CompiledPointsSystem, metricKey: string, value: number, attributes: Record<string, string> | undefined): void {
   const triggers = system.metricTriggers.get(metricKey);
   if (!triggers) return;
-  const ps = pointsState(step.state, system.key);
   for (const t of triggers) {
     if (t.type !== 'metric') continue;
     if (!matchesFilter(t.eventAttributes, attributes) || !matchesFilter(t.userAttributes, step.state.user.attributes)) continue;
-    const track = ps.metric[t.id] ?? { sum: '0', hw: '0' };
-    const sum = addDecimal(track.sum, decimalOf(value));
-    let hw = track.hw;
+    const ps = ownPoints(step, system.key);
+    const track = own(ps.metric, t.id);
+    const sum = addExact(track?.sum ?? 0, value);
+    let hw = track?.hw ?? 0;
     let times = 0;
-    if (compareDecimal(sum, hw) > 0) {
-      times = floorDivideDecimal(sum, t.metricThreshold) - floorDivideDecimal(hw, t.metricThreshold);
+    if (sum > hw) {
+      times = floorDivideExact(sum, t.metricThreshold) - floorDivideExact(hw, t.metricThreshold);
       hw = sum;
     }
     ps.metric[t.id] = { sum, hw };
@@ -212,6 +234,31 @@ export function eventPoints(step: Step): Record<string, EventPoints> {
     };
   }
   return out;
+}
+
+const triggersById = new WeakMap<CompiledPointsSystem, Map<string, CompiledTrigger>>();
+
+/**
+ * The award a points ledger row records, its trigger's view taken from the configuration. A row whose
+ * trigger has since left the configuration shows the trigger's id and type with the amount it awarded; rows
+ * written before 0.2 hold the whole award and read as stored.
+ */
+export function awardOfRow(system: CompiledPointsSystem, row: LedgerRow): Award {
+  const data = row.data as AwardRow | Award | null;
+  if (data !== null && typeof (data as Award).trigger === 'object') return data as Award;
+  let byId = triggersById.get(system);
+  if (!byId) triggersById.set(system, (byId = new Map(system.triggers.map((t) => [t.id, t]))));
+  const compact = data as AwardRow | null;
+  const trigger = compact ? byId.get(compact.trigger) : undefined;
+  const made: Award = {
+    id: row.id,
+    awarded: row.delta,
+    date: row.at,
+    total: row.total,
+    trigger: trigger ? triggerView(trigger) : { id: compact?.trigger ?? '', type: compact?.type ?? 'metric', points: row.delta },
+  };
+  if (compact?.boosts) made.boosts = compact.boosts;
+  return made;
 }
 
 /** Systems known to the configuration, for reads. */

@@ -1,17 +1,24 @@
 /**
- * The working context of one pure call: a private copy of the user's state that the feature modules update
- * in place, plus the effects and response parts they collect. A Step never escapes the core; `applyEvent`
- * and its siblings return plain data built from it.
+ * The working context of one pure call: the next state, built from the prior one by structural sharing
+ * (a record is copied on the call's first write to it, never the whole state), plus the effects and
+ * response parts the feature modules collect. A Step never escapes the core; `applyEvent` and its siblings
+ * return plain data built from it.
  */
 import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
 import type { LocalDate } from './calendar.js';
 import { canonicalTimeZone, isSupportedInstant, localDateOf } from './calendar.js';
 import { ValidationError } from '../errors.js';
-import type { Award, Effects, UserState } from './types.js';
+import type { Award, Effects, PointsState, StreakState, UserRecord, UserState } from './types.js';
 
 export interface Step {
   readonly cfg: LaurelConfig;
+  /**
+   * The working state: a new top-level object whose records are shared with the prior state until this call
+   * first writes them (see `own*` below); nothing reachable from the prior state is ever written.
+   */
   readonly state: UserState;
+  /** Records of `state` this call created or copied: the only ones it may write. */
+  readonly owned: Set<object>;
   readonly now: Date;
   readonly nowIso: string;
   readonly newId: () => string;
@@ -26,17 +33,24 @@ export interface Step {
   /** The user's zone for this call (latest valid tz, else the config's). */
   tz: string;
   today: LocalDate;
+  /** Local dates of `now` per zone, formatted once per call. */
+  readonly dates: Map<string, LocalDate>;
 }
 
 export function userZone(cfg: LaurelConfig, state: UserState): string {
   return state.user.tz ?? cfg.timeZone;
 }
 
-export function createStep(cfg: LaurelConfig, state: UserState, now: Date, newId: () => string): Step {
-  const tz = userZone(cfg, state);
-  return {
+/** Starts a call on `state` (already adopted, see {@link adoptState}); `fresh` when the state is new in this call. */
+export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId: () => string, fresh = false): Step {
+  const tz = userZone(cfg, base);
+  const state = fresh ? base : { ...base };
+  const owned = new Set<object>([state]);
+  if (fresh) collectOwned(state, owned);
+  const step: Step = {
     cfg,
     state,
+    owned,
     now,
     nowIso: now.toISOString(),
     newId,
@@ -46,14 +60,124 @@ export function createStep(cfg: LaurelConfig, state: UserState, now: Date, newId
     streakLengthBefore: state.streak?.length ?? 0,
     streakExtended: false,
     tz,
-    today: localDateOf(now, tz),
+    today: '',
+    dates: new Map(),
   };
+  step.today = localDateIn(step, tz);
+  return step;
+}
+
+/** The local date of the call's `now` in `tz`, computed once per zone per call. */
+export function localDateIn(step: Step, tz: string): LocalDate {
+  let date = step.dates.get(tz);
+  if (date === undefined) {
+    date = localDateOf(step.now, tz);
+    step.dates.set(tz, date);
+  }
+  return date;
 }
 
 /** Re-reads the zone after a user update changed `tz`. */
 export function refreshZone(step: Step): void {
   step.tz = userZone(step.cfg, step.state);
-  step.today = localDateOf(step.now, step.tz);
+  step.today = localDateIn(step, step.tz);
+}
+
+function collectOwned(state: UserState, owned: Set<object>): void {
+  owned.add(state.user).add(state.user.attributes).add(state.metrics).add(state.achievementProgress).add(state.achievements).add(state.points).add(state.leaderboards);
+  if (state.streak) owned.add(state.streak).add(state.streak.sums);
+  for (const key in state.points) {
+    const ps = state.points[key] as PointsState;
+    owned.add(ps).add(ps.metric).add(ps.time);
+  }
+}
+
+/** A copy of a record with no prototype. */
+export function copyRecord<T>(src: Readonly<Record<string, T>>): Record<string, T> {
+  const out = record<T>();
+  for (const k in src) out[k] = src[k] as T;
+  return out;
+}
+
+type RecordField = 'metrics' | 'achievementProgress' | 'achievements' | 'leaderboards';
+
+/** One of the state's records, copied on this call's first write to it. */
+export function ownRecord<F extends RecordField>(step: Step, field: F): UserState[F] {
+  const current = step.state[field];
+  if (step.owned.has(current)) return current;
+  const copy = copyRecord(current as Record<string, unknown>) as UserState[F];
+  step.owned.add(copy);
+  step.state[field] = copy;
+  return copy;
+}
+
+/** The user record, copied (with its attributes) on this call's first write to it. */
+export function ownUser(step: Step): UserRecord {
+  const current = step.state.user;
+  if (step.owned.has(current)) return current;
+  const copy = { ...current, attributes: copyRecord(current.attributes) };
+  step.owned.add(copy).add(copy.attributes);
+  step.state.user = copy;
+  return copy;
+}
+
+/** The streak state, copied (with its sums) on this call's first write to it. */
+export function ownStreak(step: Step): StreakState {
+  const current = step.state.streak as StreakState;
+  if (step.owned.has(current)) return current;
+  const copy = { ...current, sums: copyRecord(current.sums) };
+  step.owned.add(copy).add(copy.sums);
+  step.state.streak = copy;
+  return copy;
+}
+
+/** A points system's state, copied (created empty if absent) on this call's first write to it. */
+export function ownPoints(step: Step, key: string): PointsState {
+  let all = step.state.points;
+  if (!step.owned.has(all)) {
+    all = copyRecord(all);
+    step.owned.add(all);
+    step.state.points = all;
+  }
+  const current = own(all, key);
+  if (current && step.owned.has(current)) return current;
+  const copy: PointsState = current
+    ? { total: current.total, metric: copyRecord(current.metric), time: copyRecord(current.time) }
+    : { total: 0, metric: record(), time: record() };
+  step.owned.add(copy).add(copy.metric).add(copy.time);
+  all[key] = copy;
+  return copy;
+}
+
+// Outside production, states are frozen, so that a mutation anywhere fails loudly instead of corrupting a
+// state that stores and callers share.
+const FREEZE = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.NODE_ENV !== 'production';
+
+/** States this module built or checked: they need no check when they come back as a prior state. */
+const adopted = new WeakSet<object>();
+
+/** Ends a call: freezes (outside production) what it created and marks the state as a checked one. */
+export function sealState(step: Step): UserState {
+  if (FREEZE) for (const o of step.owned) Object.freeze(o);
+  adopted.add(step.state);
+  return step.state;
+}
+
+/**
+ * A prior state ready for a call: a state this module returned is used as it is (states are immutable
+ * values); anything else (parsed JSON from a store, a value built by hand) is checked and copied once into
+ * the current form, with records that have no prototype and numbers for decimal strings of older states.
+ */
+export function adoptState(state: UserState): UserState {
+  if (typeof state === 'object' && state !== null && adopted.has(state)) return state;
+  const copy = checkedState(state);
+  if (FREEZE) {
+    const owned = new Set<object>([copy]);
+    collectOwned(copy, owned);
+    for (const o of owned) Object.freeze(o);
+  }
+  adopted.add(copy);
+  return copy;
 }
 
 /** True when every pair of `filter` is present in `attributes`. */
@@ -79,7 +203,7 @@ const badState = (what: string): never => {
   throw new ValidationError(`prior state is not a Laurel user state: ${what}`, [{ path: ['prior'], message: what }]);
 };
 
-function copyRecord<T>(src: unknown, what: string, copy: (v: unknown, key: string) => T): Record<string, T> {
+function checkRecord<T>(src: unknown, what: string, copy: (v: unknown, key: string) => T): Record<string, T> {
   const out = record<T>();
   if (src === undefined || src === null) return out;
   if (typeof src !== 'object' || Array.isArray(src)) return badState(`${what} must be an object`);
@@ -92,13 +216,19 @@ const strOrNull = (v: unknown, what: string): string | null => (v === null || v 
 const instant = (v: unknown, what: string): string => (typeof v === 'string' && isSupportedInstant(Date.parse(v)) ? v : badState(`${what} must be an ISO instant in the supported range`));
 const zoneOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : (canonicalTimeZone(v as string) ?? badState('user.tz must be a known time zone')));
 const num = (v: unknown, what: string): number => (typeof v === 'number' && Number.isFinite(v) ? v : badState(`${what} must be a finite number`));
+/** A decimal: a finite number, or the decimal string an older state holds (read as the nearest number). */
+const dec = (v: unknown, what: string): number => {
+  if (typeof v === 'number' && Number.isFinite(v)) return v;
+  const n = typeof v === 'string' && /^-?\d+(?:\.\d+)?(?:e[+-]?\d+)?$/i.test(v) ? Number(v) : NaN;
+  return Number.isFinite(n) ? n : badState(`${what} must be a finite number`);
+};
 
 /**
  * Copy of a user state whose records (metrics, achievements, points, boards, attributes, sums) have no
  * prototype, so every configured key, `toString` and `valueOf` included, reads only its own entry. States
  * come from stores as parsed JSON; this is also where a malformed one is refused with a ValidationError.
  */
-export function cloneState(state: UserState): UserState {
+function checkedState(state: UserState): UserState {
   if (typeof state !== 'object' || state === null) return badState('state must be an object');
   const u = state.user as unknown as Record<string, unknown> | undefined;
   if (typeof u !== 'object' || u === null) return badState('user must be an object');
@@ -109,13 +239,13 @@ export function cloneState(state: UserState): UserState {
       email: strOrNull(u.email, 'user.email'),
       name: strOrNull(u.name, 'user.name'),
       tz: zoneOrNull(u.tz),
-      attributes: copyRecord(u.attributes, 'user.attributes', (v) => str(v, 'user.attributes')),
+      attributes: checkRecord(u.attributes, 'user.attributes', (v) => str(v, 'user.attributes')),
       created: instant(u.created, 'user.created'),
       updated: str(u.updated, 'user.updated'),
     },
-    metrics: copyRecord(state.metrics, 'metrics', (v) => str(v, 'metrics')),
-    achievementProgress: copyRecord(state.achievementProgress, 'achievementProgress', (v) => str(v, 'achievementProgress')),
-    achievements: copyRecord(state.achievements, 'achievements', (v) => {
+    metrics: checkRecord(state.metrics, 'metrics', (v) => dec(v, 'metrics')),
+    achievementProgress: checkRecord(state.achievementProgress, 'achievementProgress', (v) => dec(v, 'achievementProgress')),
+    achievements: checkRecord(state.achievements, 'achievements', (v) => {
       const a = v as { achievedAt?: unknown; completionId?: unknown } | null;
       return { achievedAt: str(a?.achievedAt, 'achievements.achievedAt'), completionId: str(a?.completionId, 'achievements.completionId') };
     }),
@@ -124,23 +254,23 @@ export function cloneState(state: UserState): UserState {
         ? null
         : typeof s !== 'object'
           ? badState('streak must be an object')
-          : { ...s, sums: copyRecord(s.sums, 'streak.sums', (v) => str(v, 'streak.sums')) },
-    points: copyRecord(state.points, 'points', (v) => {
+          : { ...s, sums: checkRecord(s.sums, 'streak.sums', (v) => dec(v, 'streak.sums')) },
+    points: checkRecord(state.points, 'points', (v) => {
       const p = v as { total?: unknown; metric?: unknown; time?: unknown } | null;
       if (typeof p !== 'object' || p === null) return badState('points must hold objects');
       return {
         total: num(p.total, 'points.total'),
-        metric: copyRecord(p.metric, 'points.metric', (m) => {
+        metric: checkRecord(p.metric, 'points.metric', (m) => {
           const t = m as { sum?: unknown; hw?: unknown } | null;
-          return { sum: str(t?.sum, 'points.metric.sum'), hw: str(t?.hw, 'points.metric.hw') };
+          return { sum: dec(t?.sum, 'points.metric.sum'), hw: dec(t?.hw, 'points.metric.hw') };
         }),
-        time: copyRecord(p.time, 'points.time', (n) => num(n, 'points.time')),
+        time: checkRecord(p.time, 'points.time', (n) => num(n, 'points.time')),
       };
     }),
-    leaderboards: copyRecord(state.leaderboards, 'leaderboards', (v) => {
+    leaderboards: checkRecord(state.leaderboards, 'leaderboards', (v) => {
       const b = v as Record<string, unknown> | null;
       if (typeof b !== 'object' || b === null) return badState('leaderboards must hold objects');
-      return { run: str(b.run, 'leaderboards.run'), group: str(b.group, 'leaderboards.group'), value: str(b.value, 'leaderboards.value'), reachedAt: str(b.reachedAt, 'leaderboards.reachedAt') };
+      return { run: str(b.run, 'leaderboards.run'), group: str(b.group, 'leaderboards.group'), value: dec(b.value, 'leaderboards.value'), reachedAt: str(b.reachedAt, 'leaderboards.reachedAt') };
     }),
   };
 }

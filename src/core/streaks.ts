@@ -16,8 +16,8 @@ import {
   startOfLocalDate,
   type LocalDate,
 } from './calendar.js';
-import { addDecimal, compareDecimal, decimalOf } from './decimal.js';
-import { record, type Step } from './step.js';
+import { addExact } from './decimal.js';
+import { own, ownStreak, record, type Step } from './step.js';
 import type { EventStreak, StreakPeriodRow, StreakState, StreakView, UserState } from './types.js';
 
 /** A fresh streak state (used when a streak is configured after the user was created). */
@@ -43,16 +43,21 @@ export function advanceStreak(step: Step): void {
   const cfg = step.cfg.streak;
   if (!cfg) return;
   const state = step.state;
-  if (!state.streak) state.streak = emptyStreak(cfg);
-  const s = state.streak;
+  if (!state.streak) {
+    state.streak = emptyStreak(cfg);
+    step.owned.add(state.streak).add(state.streak.sums);
+  }
+  let s = state.streak;
   const freq = cfg.frequency;
+  const auto = cfg.freezes?.autoEarn ?? null;
   const current = periodStartOf(step.today, freq, step.cfg.weekStartsOn);
-  const created = localDateOf(new Date(state.user.created), step.tz);
+  let created: LocalDate | null = null;
   const earnUpTo = (date: LocalDate) => {
-    const auto = cfg.freezes?.autoEarn;
     if (!cfg.freezes || !auto) return;
+    created ??= localDateOf(new Date(state.user.created), step.tz);
     const due = Math.floor(daysBetween(created, date) / auto.everyDays);
     if (due > s.freezeGrants) {
+      s = ownStreak(step);
       s.freezes = Math.min(cfg.freezes.max, s.freezes + auto.amount * (due - s.freezeGrants));
       s.freezeGrants = due;
     }
@@ -62,6 +67,7 @@ export function advanceStreak(step: Step): void {
     while (p < current) {
       const end = periodEndOf(p, freq);
       earnUpTo(end);
+      s = ownStreak(step);
       if (s.freezes > 0) {
         s.freezes -= 1;
         s.coveredThrough = p;
@@ -83,14 +89,16 @@ export function advanceStreak(step: Step): void {
 /** Adds the event's value to the current period's progress and extends the streak when the period qualifies. */
 export function recordStreakProgress(step: Step, metricKey: string, value: number): void {
   const cfg = step.cfg.streak;
-  const s = step.state.streak;
-  if (!cfg || !s) return;
+  if (!cfg || !step.state.streak) return;
+  let s: StreakState = step.state.streak;
   const current = periodStartOf(step.today, cfg.frequency, step.cfg.weekStartsOn);
   if (s.progressPeriod !== current) {
     // A zone change can move "today" before a period already counted; progress then stays where it is.
     if (s.progressPeriod !== null && current < s.progressPeriod) return;
+    s = ownStreak(step);
     s.progressPeriod = current;
     s.sums = record();
+    step.owned.add(s.sums);
     s.qualified = false;
   }
   let qualifies: boolean;
@@ -98,11 +106,16 @@ export function recordStreakProgress(step: Step, metricKey: string, value: numbe
     qualifies = value > 0;
   } else {
     const watched = cfg.metrics.find((m) => m.key === metricKey);
-    if (watched) s.sums[metricKey] = addDecimal(s.sums[metricKey] ?? '0', decimalOf(value));
-    const met = (m: { key: string; threshold: number }) => compareDecimal(s.sums[m.key] ?? '0', m.threshold) >= 0;
+    if (watched) {
+      s = ownStreak(step);
+      s.sums[metricKey] = addExact(own(s.sums, metricKey) ?? 0, value);
+    }
+    const sums = s.sums;
+    const met = (m: { key: string; threshold: number }) => (own(sums, m.key) ?? 0) >= m.threshold;
     qualifies = cfg.mode === 'all' ? cfg.metrics.every(met) : cfg.metrics.some(met);
   }
   if (!qualifies || s.qualified) return;
+  s = ownStreak(step);
   s.qualified = true;
   if (s.coveredThrough !== null && s.coveredThrough >= current) return; // already counted (zone moved west)
   if (s.length > 0) {

@@ -3,7 +3,6 @@
  * effects (ledger rows, leaderboard writes, counters, idempotency record) a store commits atomically.
  * Everything here is plain JSON, so any store can persist it.
  */
-import type { DecimalString } from './decimal.js';
 import type { Frequency, LocalDate } from './calendar.js';
 
 /** A user as sent with an event, an achievement completion or an identify call. */
@@ -36,8 +35,8 @@ export interface StreakState {
   coveredThrough: LocalDate | null;
   /** Start of the period whose progress `sums` tracks. */
   progressPeriod: LocalDate | null;
-  /** Per-metric sums inside `progressPeriod` (decimal strings); `*` for the default condition. */
-  sums: Record<string, DecimalString>;
+  /** Per-metric sums inside `progressPeriod`. */
+  sums: Record<string, number>;
   /** True when `progressPeriod` has qualified. */
   qualified: boolean;
   freezes: number;
@@ -50,7 +49,7 @@ export interface StreakState {
 export interface PointsState {
   total: number;
   /** Metric triggers: the filtered running sum and its high-water mark. */
-  metric: Record<string, { sum: DecimalString; hw: DecimalString }>;
+  metric: Record<string, { sum: number; hw: number }>;
   /** Time triggers: number of grants already materialised. */
   time: Record<string, number>;
 }
@@ -60,16 +59,23 @@ export interface BoardState {
   run: LocalDate;
   /** The breakdown group the user was ranked in. */
   group: string;
-  value: DecimalString;
+  value: number;
   reachedAt: string;
 }
 
-/** Everything Laurel keeps about one user: bounded by the configuration, never by the user's history. */
+/**
+ * Everything Laurel keeps about one user: bounded by the configuration, never by the user's history.
+ *
+ * A state is an immutable value. Each call returns a new state that shares every record it did not change
+ * with the prior one (outside production the new parts are frozen), so stores and callers keep and pass
+ * states around without copying them. Numbers are exact decimal sums rounded to the nearest number: a total
+ * of 0.1 + 0.2 is 0.3. (States written before 0.2 hold decimal strings; every call still reads them.)
+ */
 export interface UserState {
   user: UserRecord;
-  metrics: Record<string, DecimalString>;
+  metrics: Record<string, number>;
   /** Filtered progress of metric achievements with `eventAttributes`. */
-  achievementProgress: Record<string, DecimalString>;
+  achievementProgress: Record<string, number>;
   achievements: Record<string, { achievedAt: string; completionId: string }>;
   streak: StreakState | null;
   points: Record<string, PointsState>;
@@ -105,7 +111,23 @@ export interface LedgerRow {
   delta: number;
   /** Running total after this row. */
   total: number;
-  data: Award | StreakPeriodRow | { eventId: string } | null;
+  /**
+   * Metric rows: null (the row's id is the event's id). Points rows: the award's trigger by id
+   * ({@link AwardRow}; rows written before 0.2 hold the whole {@link Award}). Streak rows: the period.
+   */
+  data: AwardRow | StreakPeriodRow | Award | { eventId: string } | null;
+}
+
+/**
+ * A points award as the ledger keeps it: the row's id, `at`, `delta` and `total` are the award's id, date,
+ * amount and total; the trigger is named by id and its view comes from the configuration when read.
+ */
+export interface AwardRow {
+  /** The trigger's id. */
+  trigger: string;
+  /** The trigger's type (what a read shows if the trigger has since left the configuration). */
+  type: PointsTriggerView['type'];
+  boosts?: BoostView[];
 }
 
 export interface StreakPeriodRow {

@@ -8,7 +8,7 @@ import { isStorableText } from './text.js';
 import { canonicalTimeZone, isValidTimeZone } from './calendar.js';
 import { emptyPointsState } from './points.js';
 import { emptyStreak } from './streaks.js';
-import { own, record } from './step.js';
+import { own, ownUser, record, type Step } from './step.js';
 import type { EventInput, PointsState, UserInput, UserRecord, UserState } from './types.js';
 
 const MAX_USER_ID = 255;
@@ -100,24 +100,26 @@ export function newUserState(cfg: LaurelConfig, input: UserInput, nowIso: string
 }
 
 /** Applies the upsert rules to an existing user: latest non-empty email, name and tz win; attributes merge. */
-export function mergeUser(user: UserRecord, input: UserInput, nowIso: string): boolean {
-  let changed = false;
+export function mergeUser(step: Step, input: UserInput): boolean {
+  const current = step.state.user;
+  let user: UserRecord | null = null;
   for (const field of ['email', 'name', 'tz'] as const) {
     // Zones are kept by their canonical name, so `europe/paris` after `Europe/Paris` changes nothing.
     const v = field === 'tz' && input.tz ? canonicalTimeZone(input.tz) : input[field];
-    if (v && v !== user[field]) {
+    if (v && v !== current[field]) {
+      user ??= ownUser(step);
       user[field] = v;
-      changed = true;
     }
   }
   if (input.attributes) {
-    for (const [k, v] of Object.entries(input.attributes)) {
-      if (own(user.attributes, k) !== v) {
+    for (const k of Object.keys(input.attributes)) {
+      const v = input.attributes[k] as string;
+      if (own(current.attributes, k) !== v) {
+        user ??= ownUser(step);
         user.attributes[k] = v;
-        changed = true;
       }
     }
   }
-  if (changed) user.updated = nowIso;
-  return changed;
+  if (user) user.updated = step.nowIso;
+  return user !== null;
 }

@@ -19,7 +19,7 @@ import {
   runContaining,
   runOf,
 } from '../core/leaderboards.js';
-import { levelFor, levelView, systemView, triggerView } from '../core/points.js';
+import { awardOfRow, levelFor, levelView, systemView, triggerView } from '../core/points.js';
 import { historyWindowStart, streakHistory, streakView, type StreakHistoryEntry } from '../core/streaks.js';
 import type {
   AchievementView,
@@ -533,7 +533,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
           ? await store.readLedger({ userId, kind: 'points', key: system.key, order: 'desc', limit: count - pending.length })
           : [];
       const total = view.state.points[system.key]?.total ?? 0;
-      return { ...systemView(system), total, level: levelFor(system, total), awards: [...pending, ...stored.map((r) => r.data as Award)] };
+      return { ...systemView(system), total, level: levelFor(system, total), awards: [...pending, ...stored.map((r) => awardOfRow(system, r))] };
     },
 
     /** A points system with its triggers. */

@@ -1,16 +1,17 @@
 /**
- * The in-memory store: single process, O(1) state access, O(log n) ranks, deep copies across the boundary.
- * Commits are atomic because every check runs before the first change and nothing awaits in between.
+ * The in-memory store: single process, O(1) state access, O(log n) ranks. User states are immutable values
+ * (see `UserState`): the store keeps the state a commit hands it and hands that same value back, never a
+ * copy. Ledger rows are kept in columns (numbers in one Float64Array, ids and data in one array), a few dozen
+ * bytes per row, and rebuilt as objects only when read. Commits are atomic because every check runs before
+ * the first change and nothing awaits in between.
  */
 import { ConflictError } from '../errors.js';
-import type { IdempotencyRecord, LedgerRow } from '../core/types.js';
+import type { AwardRow, IdempotencyRecord, LedgerKind, LedgerRow } from '../core/types.js';
 import { OrderedIndex, type IndexEntry } from './ordered-index.js';
-import type { Commit, CommitResult, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store } from './types.js';
+import type { BatchCommitOutcome, Commit, CommitResult, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
 
-// User states are kept serialised, as a database would keep them: every load parses a fresh copy and no
-// caller object is ever retained.
 interface StoredUser {
-  json: string;
+  state: VersionedState['state'];
   version: number;
 }
 
@@ -19,27 +20,93 @@ interface Board {
   entries: Map<string, IndexEntry>;
 }
 
-// Ledger rows are append-only and never change once stored, so the store keeps one frozen copy and hands
-// out that copy: callers cannot mutate it, and range reads cost no cloning.
-const freeze = <T>(value: T): T => {
+/**
+ * One user's rows of one kind and key, in `at` order: `nums` holds (at ms, delta, total) per row and `refs`
+ * (id, data) per row. Rows never change once stored; `data` objects are frozen when stored.
+ */
+class Ledger {
+  nums = new Float64Array(12);
+  refs: unknown[] = [];
+  length = 0;
+  constructor(
+    readonly userId: string,
+    readonly kind: LedgerKind,
+    readonly key: string,
+  ) {}
+
+  /** Index of the first row with `at >= ms`. */
+  lowerBound(ms: number): number {
+    let lo = 0;
+    let hi = this.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.nums[mid * 3] as number) < ms) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Stores a row after any row with the same or an earlier instant (rows mostly arrive in time order). */
+  add(row: LedgerRow): void {
+    const ms = Date.parse(row.at);
+    if (this.nums.length < (this.length + 1) * 3) {
+      const grown = new Float64Array(this.nums.length * 2);
+      grown.set(this.nums);
+      this.nums = grown;
+    }
+    let at = this.length;
+    if (at > 0 && (this.nums[(at - 1) * 3] as number) > ms) {
+      at = this.lowerBound(ms);
+      while (at < this.length && (this.nums[at * 3] as number) <= ms) at++;
+      this.nums.copyWithin((at + 1) * 3, at * 3, this.length * 3);
+      this.refs.splice(at * 2, 0, undefined, undefined);
+    }
+    this.nums[at * 3] = ms;
+    this.nums[at * 3 + 1] = row.delta;
+    this.nums[at * 3 + 2] = row.total;
+    this.refs[at * 2] = row.id;
+    this.refs[at * 2 + 1] = packData(row.data);
+    this.length++;
+  }
+
+  row(i: number): LedgerRow {
+    return {
+      id: this.refs[i * 2] as string,
+      userId: this.userId,
+      kind: this.kind,
+      key: this.key,
+      at: new Date(this.nums[i * 3] as number).toISOString(),
+      delta: this.nums[i * 3 + 1] as number,
+      total: this.nums[i * 3 + 2] as number,
+      data: unpackData(this.refs[i * 2 + 1]),
+    };
+  }
+}
+
+/** Row data as kept: an award without boosts as one short string (`type|trigger id`), anything else as a frozen copy. */
+function packData(data: LedgerRow['data']): unknown {
+  if (data === null || data === undefined) return null;
+  const award = data as { trigger?: unknown; type?: unknown; boosts?: unknown };
+  if (typeof award.trigger === 'string' && typeof award.type === 'string' && award.boosts === undefined && Object.keys(data).length === 2) return `${award.type}|${award.trigger}`;
+  return deepFreeze(JSON.parse(JSON.stringify(data)));
+}
+
+function unpackData(packed: unknown): LedgerRow['data'] {
+  if (typeof packed !== 'string') return packed as LedgerRow['data'];
+  const bar = packed.indexOf('|');
+  return { trigger: packed.slice(bar + 1), type: packed.slice(0, bar) as AwardRow['type'] };
+}
+
+const deepFreeze = <T>(value: T): T => {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
-    for (const v of Object.values(value)) freeze(v);
+    for (const v of Object.values(value)) deepFreeze(v);
     Object.freeze(value);
   }
   return value;
 };
 
-/** Index of the first row with `at >= iso` (rows sorted by `at`). */
-function lowerBound(rows: readonly LedgerRow[], iso: string): number {
-  let lo = 0;
-  let hi = rows.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((rows[mid] as LedgerRow).at < iso) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
+// Every text that reaches a store is free of NUL characters (the engine refuses them), so NUL joins keys.
+const joinKey = (...parts: string[]) => parts.join('\u0000');
 
 /** Options of {@link createMemoryStore}. */
 export interface MemoryStoreOptions {
@@ -67,34 +134,44 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   options = options ?? {};
   const users = new Map<string, StoredUser>();
   const idempotency = new Map<string, IdempotencyRecord>();
-  const ledgers = new Map<string, LedgerRow[]>();
+  const ledgers = new Map<string, Ledger>();
   const boards = new Map<string, Board>();
-  const history = new Map<string, RankHistoryRow[]>();
+  const history = new Map<string, Map<string, RankHistoryRow[]>>();
   const counters = new Map<string, number>();
 
-  const idemKey = (userId: string, metricKey: string, key: string) => JSON.stringify([userId, metricKey, key]);
-  const ledgerKey = (userId: string, kind: string, key: string) => JSON.stringify([userId, kind, key]);
   const board = (index: string): Board => {
     let b = boards.get(index);
     if (!b) boards.set(index, (b = { tree: new OrderedIndex(), entries: new Map() }));
     return b;
   };
   const ranked = (b: Board, e: IndexEntry): RankedEntry => ({ userId: e.userId, value: e.value, reachedAt: e.reachedAt, rank: b.tree.rank(e) });
+  const loaded = (userId: string): VersionedState | null => {
+    const found = users.get(userId);
+    return found ? { state: found.state, version: found.version } : null;
+  };
+  const conflictOf = (c: Commit): ConflictError | null => {
+    const current = users.get(c.userId);
+    const currentVersion = current ? current.version : 0;
+    if (currentVersion !== c.expectedVersion) {
+      return new ConflictError(`Version conflict for user ${JSON.stringify(c.userId)}: expected ${c.expectedVersion}, found ${currentVersion}.`);
+    }
+    if (c.idempotency && idempotency.has(joinKey(c.idempotency.userId, c.idempotency.metricKey, c.idempotency.key))) {
+      return new ConflictError(`Idempotency key ${JSON.stringify(c.idempotency.key)} was already used for this user and metric.`);
+    }
+    return null;
+  };
 
   const apply = (c: Commit): CommitResult => {
     const version = c.expectedVersion + 1;
-    users.set(c.userId, { json: JSON.stringify(c.state), version });
-    if (c.idempotency) idempotency.set(idemKey(c.idempotency.userId, c.idempotency.metricKey, c.idempotency.key), { ...c.idempotency });
+    users.set(c.userId, { state: c.state, version });
+    if (c.idempotency) idempotency.set(joinKey(c.idempotency.userId, c.idempotency.metricKey, c.idempotency.key), { ...c.idempotency });
     for (const row of c.ledger) {
-      const k = ledgerKey(row.userId, row.kind, row.key);
+      const k = joinKey(row.userId, row.kind, row.key);
       let rows = ledgers.get(k);
-      if (!rows) ledgers.set(k, (rows = []));
-      const stored = freeze(JSON.parse(JSON.stringify(row)) as LedgerRow);
-      // Rows mostly arrive in time order; insert after any row with the same or an earlier instant.
-      if (rows.length === 0 || (rows[rows.length - 1] as LedgerRow).at <= row.at) rows.push(stored);
-      else rows.splice(lowerBound(rows, row.at + '\uffff'), 0, stored);
+      if (!rows) ledgers.set(k, (rows = new Ledger(row.userId, row.kind, row.key)));
+      rows.add(row);
     }
-    for (const [name, delta] of Object.entries(c.counters)) counters.set(name, (counters.get(name) ?? 0) + delta);
+    for (const name in c.counters) counters.set(name, (counters.get(name) ?? 0) + (c.counters[name] as number));
     const ranks: RankChange[] = [];
     for (const w of c.leaderboard) {
       const b = board(w.index);
@@ -118,11 +195,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
         previousValue: before ? before.value : null,
         value: after ? after.value : null,
       };
+      if (w.thresholdRank !== undefined) change.threshold = b.tree.range(w.thresholdRank - 1, 1)[0]?.value ?? 0;
       ranks.push(change);
       if (w.unranked) continue;
-      const hk = JSON.stringify([w.index, w.userId]);
-      let rows = history.get(hk);
-      if (!rows) history.set(hk, (rows = []));
+      let byUser = history.get(w.index);
+      if (!byUser) history.set(w.index, (byUser = new Map()));
+      let rows = byUser.get(w.userId);
+      if (!rows) byUser.set(w.userId, (rows = []));
       const last = rows[rows.length - 1];
       if (last && last.date === w.date) {
         last.rank = change.rank;
@@ -139,40 +218,45 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return users.size;
     },
     async loadUser(userId) {
-      const found = users.get(userId);
-      return found ? { state: JSON.parse(found.json), version: found.version } : null;
+      return loaded(userId);
     },
     async loadUsers(userIds) {
-      return userIds.map((id) => {
-        const found = users.get(id);
-        return found ? { state: JSON.parse(found.json), version: found.version } : null;
-      });
+      return userIds.map(loaded);
+    },
+    async loadForEvents(userIds, lookups) {
+      return {
+        users: userIds.map(loaded),
+        records: lookups.map((l) => {
+          const found = idempotency.get(joinKey(l.userId, l.metricKey, l.key));
+          return found ? { ...found } : null;
+        }),
+      };
     },
     async getIdempotencyRecord(userId, metricKey, key) {
-      const found = idempotency.get(idemKey(userId, metricKey, key));
+      const found = idempotency.get(joinKey(userId, metricKey, key));
       return found ? { ...found } : null;
     },
     async commit(c) {
       if (options.beforeCommit) await options.beforeCommit(c);
-      const current = users.get(c.userId);
-      const currentVersion = current ? current.version : 0;
-      if (currentVersion !== c.expectedVersion) {
-        throw new ConflictError(`Version conflict for user ${JSON.stringify(c.userId)}: expected ${c.expectedVersion}, found ${currentVersion}.`);
-      }
-      if (c.idempotency && idempotency.has(idemKey(c.idempotency.userId, c.idempotency.metricKey, c.idempotency.key))) {
-        throw new ConflictError(`Idempotency key ${JSON.stringify(c.idempotency.key)} was already used for this user and metric.`);
-      }
+      const conflict = conflictOf(c);
+      if (conflict) throw conflict;
       return apply(c);
     },
+    async commitBatch(commits) {
+      if (options.beforeCommit) for (const c of commits) await options.beforeCommit(c);
+      const out: BatchCommitOutcome[] = [];
+      for (const c of commits) out.push(conflictOf(c) ?? apply(c));
+      return out;
+    },
     async readLedger(q: LedgerQuery) {
-      const rows = ledgers.get(ledgerKey(q.userId, q.kind, q.key));
+      const rows = ledgers.get(joinKey(q.userId, q.kind, q.key));
       if (!rows) return [];
-      const start = q.from === undefined ? 0 : lowerBound(rows, q.from);
-      const end = q.to === undefined ? rows.length : lowerBound(rows, q.to);
+      const start = q.from === undefined ? 0 : rows.lowerBound(Date.parse(q.from));
+      const end = q.to === undefined ? rows.length : rows.lowerBound(Date.parse(q.to));
       const limit = q.limit ?? Infinity;
       const out: LedgerRow[] = [];
-      if (q.order === 'asc') for (let i = start; i < end && out.length < limit; i++) out.push(rows[i] as LedgerRow);
-      else for (let i = end - 1; i >= start && out.length < limit; i--) out.push(rows[i] as LedgerRow);
+      if (q.order === 'asc') for (let i = start; i < end && out.length < limit; i++) out.push(rows.row(i));
+      else for (let i = end - 1; i >= start && out.length < limit; i--) out.push(rows.row(i));
       return out;
     },
     async getEntry(index, userId) {
@@ -194,7 +278,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return Math.max(0, atLeastMin - atLeastMax);
     },
     async readRankHistory(index, userId, limit) {
-      const rows = history.get(JSON.stringify([index, userId])) ?? [];
+      const rows = history.get(index)?.get(userId) ?? [];
       return rows.slice(Math.max(0, rows.length - limit)).reverse().map((r) => ({ ...r }));
     },
     async getCounters(names) {
