@@ -35,6 +35,9 @@ async function settle(p: Promise<unknown>, ms = 4000): Promise<Outcome> {
 const W = { index: 'lb|x', userId: 'u', date: '2026-01-01' };
 const write = (version: number, value = 1) => ({ ...W, value, reachedAt: '2026-01-01T00:00:00.000Z', version });
 
+/** What the apply script answers for `args` (after the script or its sha: key count, keys, argv): 6 strings per write, 3 keys per write. */
+const scriptReply = (args: (string | number)[]) => Array.from({ length: Number(args[1]) / 3 }, () => ['', '1', '', '1', 'ok', '']).flat();
+
 /** Every method of a rank index, called once. */
 const calls = (index: RankIndex): [string, () => Promise<unknown>][] => [
   ['apply', () => index.apply([write(1)])],
@@ -97,10 +100,10 @@ describe('Redis rank index: bounded time and typed failures (fake clients)', () 
   it('keeps an EVALSHA -> NOSCRIPT -> EVAL fallback inside the one deadline', async () => {
     const seen: string[] = [];
     const slow: RedisLike = {
-      call: (command) => {
+      call: (command, ...args) => {
         seen.push(command);
         return new Promise((resolve, reject) =>
-          setTimeout(() => (command === 'EVALSHA' ? reject(new Error('NOSCRIPT No matching script.')) : resolve(['', '1', '', '1', 'ok'])), 250),
+          setTimeout(() => (command === 'EVALSHA' ? reject(new Error('NOSCRIPT No matching script.')) : resolve(scriptReply(args))), 250),
         );
       },
     };
@@ -114,51 +117,111 @@ describe('Redis rank index: bounded time and typed failures (fake clients)', () 
     expect(ok).toMatchObject({ ok: true, value: [{ rank: 1, value: 1 }] });
   });
 
-  it('gives a multi-write apply one deadline for the whole call and sends nothing after it', async () => {
-    let sent = 0;
-    const slow: RedisLike = {
-      call: () => {
-        sent += 1;
-        return new Promise((resolve) => setTimeout(() => resolve(['', '1', '', '1', 'ok']), 150));
+  it('sends a whole apply as one script, writes in the order given, under one deadline', async () => {
+    const sent: (string | number)[][] = [];
+    let delay = 0;
+    const client: RedisLike = {
+      call: (command, ...args) => {
+        sent.push([command, ...args]);
+        return new Promise((resolve) => setTimeout(() => resolve(scriptReply(args)), delay));
       },
     };
-    const index = createRedisRankIndex({ redis: slow, timeoutMs: 400 });
-    // Six writes to one (index, user) go one after another, in order.
-    const o = await settle(index.apply([1, 2, 3, 4, 5, 6].map((v) => write(v, v))));
+    const index = createRedisRankIndex({ redis: client, timeoutMs: 400 });
+    // Six writes to one entry, then writes to other users and indexes, one of them asking for a threshold.
+    const writes = [
+      ...[1, 2, 3, 4, 5, 6].map((v) => write(v, v)),
+      { ...write(1, 9), userId: 'v' },
+      { ...write(2, 4), index: 'pt|xp', unranked: true },
+      { ...W, index: 'lb|y', remove: true as const, version: 3, thresholdRank: 10 },
+    ];
+    const changes = await index.apply(writes);
+    expect(sent).toHaveLength(1);
+    const [command, , keyCount, ...rest] = sent[0] as (string | number)[];
+    expect(command).toBe('EVALSHA');
+    expect(keyCount).toBe(3 * writes.length);
+    const keys = rest.slice(0, 3 * writes.length);
+    const argv = rest.slice(3 * writes.length);
+    expect(argv).toHaveLength(10 * writes.length);
+    expect(keys.filter((_, i) => i % 3 === 0)).toEqual(writes.map((w) => `laurel:{${w.index}}:z`));
+    // user, version, remove, member, score, value, date, ttl, history, threshold rank: in the order given
+    expect(writes.map((_, i) => [argv[10 * i], argv[10 * i + 1], argv[10 * i + 2], argv[10 * i + 8], argv[10 * i + 9]])).toEqual([
+      ...[1, 2, 3, 4, 5, 6].map((v) => ['u', v, '0', '1', '']),
+      ['v', 1, '0', '1', ''],
+      ['u', 2, '0', '0', ''],
+      ['u', 3, '1', '1', 10],
+    ]);
+    expect(changes).toHaveLength(writes.length);
+    expect(changes.map((c) => [c.index, c.userId, 'threshold' in c])).toEqual(writes.map((w) => [w.index, w.userId, w.index === 'lb|y']));
+    expect(changes[8]?.threshold).toBe(0);
+
+    // One deadline for the call: a script that answers late fails the call at the deadline.
+    delay = 600;
+    const o = await settle(index.apply(writes));
     expectUnavailable(o, 'apply', 480);
-    await new Promise((r) => setTimeout(r, 600));
-    // Writes 1-3 were sent at 0, 150 and 300 ms; the deadline passed while the third ran.
-    expect(sent).toBe(3);
+    expect(sent).toHaveLength(2);
   });
 
-  it('pipelines writes to different entries, so a large batch fits in the deadline', async () => {
+  it('splits a very large apply into scripts of at most 1000 writes, sent at once, each entry\'s writes kept together in order', async () => {
     let inFlight = 0;
     let most = 0;
-    const order: string[] = [];
+    const scripts: string[][] = [];
     const slow: RedisLike = {
       call: (_command, ...args) => {
         inFlight += 1;
         most = Math.max(most, inFlight);
-        order.push(`${String(args[5])}@${String(args[6])}`);
+        const n = Number(args[1]) / 3;
+        const argv = args.slice(2 + 3 * n);
+        scripts.push(Array.from({ length: n }, (_, i) => `${String(argv[10 * i])}@${String(argv[10 * i + 1])}`));
         return new Promise((resolve) =>
           setTimeout(() => {
             inFlight -= 1;
-            resolve(['', '1', '', '1', 'ok']);
+            resolve(scriptReply(args));
           }, 100),
         );
       },
     };
     const index = createRedisRankIndex({ redis: slow, timeoutMs: 400 });
-    const writes = Array.from({ length: 200 }, (_, i) => ({ ...write(1, i + 1), userId: `u${i}` }));
-    // A second write to u0 must follow the first.
-    writes.push({ ...write(2, 7), userId: 'u0' });
+    const writes = Array.from({ length: 2500 }, (_, i) => ({ ...write(1, i + 1), userId: `u${i}` }));
+    // Later writes to u0 and u1999 must stay with their first ones, in order.
+    writes.push({ ...write(2, 7), userId: 'u0' }, { ...write(2, 7), userId: 'u1999' }, { ...write(3, 8), userId: 'u0' });
     const o = await settle(index.apply(writes));
     expect(o).toMatchObject({ ok: true });
-    expect((o as { value: unknown[] }).value).toHaveLength(201);
+    expect((o as { value: unknown[] }).value).toHaveLength(2503);
     expect(o.ms).toBeLessThan(350);
-    expect(most).toBe(200);
-    expect(order.indexOf('u0@2')).toBeGreaterThan(order.indexOf('u0@1'));
-    expect(order.indexOf('u0@2')).toBe(200);
+    expect(scripts.map((s) => s.length)).toEqual([1000, 1000, 503]);
+    expect(most).toBe(3);
+    const u0 = scripts.find((s) => s.includes('u0@1')) as string[];
+    expect(u0.filter((x) => x.startsWith('u0@'))).toEqual(['u0@1', 'u0@2', 'u0@3']);
+    const u1999 = scripts.find((s) => s.includes('u1999@1')) as string[];
+    expect(u1999.filter((x) => x.startsWith('u1999@'))).toEqual(['u1999@1', 'u1999@2']);
+    expect(scripts.flat().sort()).toEqual(writes.map((w) => `${w.userId}@${w.version}`).sort());
+  });
+
+  it('on a cluster client, sends one script per index (a script may touch one hash slot only), all at once', async () => {
+    const scripts: string[][] = [];
+    const cluster: RedisLike = {
+      isCluster: true,
+      call: (_command, ...args) => {
+        const n = Number(args[1]) / 3;
+        scripts.push(args.slice(2, 2 + 3 * n).map(String));
+        return Promise.resolve(scriptReply(args));
+      },
+    };
+    const index = createRedisRankIndex({ redis: cluster, prefix: 'p:' });
+    const writes = [write(1, 1), { ...write(1, 2), index: 'lb|y' }, { ...write(1, 3), userId: 'v' }, { ...write(2, 4), index: 'lb|y' }];
+    const changes = await index.apply(writes);
+    expect(changes.map((c) => [c.index, c.userId])).toEqual(writes.map((w) => [w.index, w.userId]));
+    expect(scripts).toHaveLength(2);
+    for (const keys of scripts) expect(new Set(keys.map((k) => k.slice(0, k.indexOf('}') + 1))).size).toBe(1);
+    expect(scripts.map((k) => k.filter((_, i) => i % 3 === 2))).toEqual([
+      ['p:{lb|x}:r:u', 'p:{lb|x}:r:v'],
+      ['p:{lb|y}:r:u', 'p:{lb|y}:r:u'],
+    ]);
+  });
+
+  it('rejects a reply of the wrong shape as StorageUnavailableError', async () => {
+    const index = createRedisRankIndex({ redis: { call: async () => ['', '1', '', '1', 'ok'] } });
+    expectUnavailable(await settle(index.apply([write(1)])), 'apply', 500);
   });
 
   it('fails at once, without queueing a command, while an ioredis client reports that it is reconnecting', async () => {

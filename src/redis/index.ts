@@ -8,7 +8,9 @@
  * - `{prefix}{index}:h`  hash user id -> "version|member|value" (a removed entry keeps "version||", so an
  *   older write that arrives late is still refused; `scanUsers` lists the hash's live entries).
  * - `{prefix}{index}:r:<user>` list of daily rank-history rows, newest first, at most 100.
- * Each write runs as one Lua script: atomic, version-guarded, absolute.
+ * A whole `apply` (all the writes of a commit, or of a batch of commits) runs as one Lua script, one round
+ * trip: each write in it atomic, version-guarded, absolute, applied in the order given. A write that asks for
+ * it (`thresholdRank`) also gets the value at that rank after it, in the same script.
  *
  * Every method call is bounded by one deadline (`timeoutMs`), whatever the client's own retry and
  * offline-queue settings, and every failure leaves it as a `StorageUnavailableError`. A command that timed
@@ -28,6 +30,11 @@ export interface RedisLike {
    * `StorageUnavailableError` instead of queueing commands until the deadline. Clients without it are fine.
    */
   readonly status?: string;
+  /**
+   * True for an ioredis `Cluster`: a script may only touch keys of one hash slot there (each index's keys
+   * share one), so `apply` sends one script per index, all at once, instead of one for every write.
+   */
+  readonly isCluster?: boolean;
 }
 
 export interface RedisRankIndexOptions {
@@ -46,60 +53,86 @@ export interface RedisRankIndexOptions {
   expireSeconds?: (index: string) => number | null;
 }
 
+/**
+ * Applies writes in order, in one script (one round trip for a whole `apply`). Per write i (0-based):
+ * KEYS[3i+1..3i+3] = z, h, history list; ARGV[10i+1..10i+10] = user, version, remove ('1'/'0'), member,
+ * score, value, date, ttl, history ('1'/'0'), threshold rank ('' for none).
+ * Replies 6 strings per write: previous rank, rank, previous value, value ('' for none), 'ok' or 'stale',
+ * and the score at the threshold rank after the write ('' when not asked or when the index holds fewer).
+ */
 const SCRIPT = `
-local z, h, hist = KEYS[1], KEYS[2], KEYS[3]
-local user, version, remove = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local member, score, value, date, ttl, history = ARGV[4], ARGV[5], ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9]
-local prevRank, prevValue = '', ''
-local cur = redis.call('HGET', h, user)
-if cur then
-  local s1 = string.find(cur, '|', 1, true)
-  local s2 = string.find(cur, '|', s1 + 1, true)
-  local curVersion = tonumber(string.sub(cur, 1, s1 - 1))
-  local curMember = string.sub(cur, s1 + 1, s2 - 1)
-  local curValue = string.sub(cur, s2 + 1)
-  if curVersion > version then
-    local r = ''
+local out, n = {}, 0
+local function one(z, h, hist, a)
+  local user, vs, remove = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local version = tonumber(vs)
+  local member, score, value = ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
+  local prevRank, prevValue, curMember = '', '', ''
+  local cur = redis.call('HGET', h, user)
+  if cur then
+    local s1 = string.find(cur, '|', 1, true)
+    local s2 = string.find(cur, '|', s1 + 1, true)
+    curMember = string.sub(cur, s1 + 1, s2 - 1)
+    local curValue = string.sub(cur, s2 + 1)
+    if tonumber(string.sub(cur, 1, s1 - 1)) > version then
+      local r = ''
+      if curMember ~= '' then
+        local zr = redis.call('ZRANK', z, curMember)
+        if zr then r = tostring(zr + 1) end
+      end
+      return r, r, curValue, curValue, 'stale'
+    end
     if curMember ~= '' then
       local zr = redis.call('ZRANK', z, curMember)
-      if zr then r = tostring(zr + 1) end
+      if zr then prevRank = tostring(zr + 1) end
+      prevValue = curValue
+      -- the same member only changes its score: ZADD below moves it, no removal needed
+      if curMember ~= member or remove == '1' then redis.call('ZREM', z, curMember) end
     end
-    return {r, r, curValue, curValue, 'stale'}
   end
-  if curMember ~= '' then
-    local zr = redis.call('ZRANK', z, curMember)
-    if zr then prevRank = tostring(zr + 1) end
-    prevValue = curValue
-    redis.call('ZREM', z, curMember)
+  local rank, newValue = '', ''
+  if remove == '1' then
+    redis.call('HSET', h, user, vs .. '||')
+  else
+    redis.call('ZADD', z, score, member)
+    redis.call('HSET', h, user, vs .. '|' .. member .. '|' .. value)
+    rank = tostring(redis.call('ZRANK', z, member) + 1)
+    newValue = value
   end
+  local ttl = tonumber(ARGV[a + 8])
+  if ARGV[a + 9] == '1' then
+    -- rows "date|previousRank|rank|previousValue|value", newest first; the day's first write sets previous*
+    local date = ARGV[a + 7]
+    local head = redis.call('LINDEX', hist, 0)
+    if head and string.sub(head, 1, #date + 1) == date .. '|' then
+      local p2 = string.find(head, '|', #date + 2, true)
+      local p3 = string.find(head, '|', p2 + 1, true)
+      local p4 = string.find(head, '|', p3 + 1, true)
+      redis.call('LSET', hist, 0, string.sub(head, 1, p2) .. rank .. string.sub(head, p3, p4) .. newValue)
+    elseif redis.call('LPUSH', hist, date .. '|' .. prevRank .. '|' .. rank .. '|' .. prevValue .. '|' .. newValue) > 100 then
+      redis.call('LTRIM', hist, 0, 99)
+    end
+    if ttl and ttl > 0 then redis.call('EXPIRE', hist, ttl) end
+  end
+  if ttl and ttl > 0 then
+    redis.call('EXPIRE', z, ttl)
+    redis.call('EXPIRE', h, ttl)
+  end
+  return prevRank, rank, prevValue, newValue, 'ok'
 end
-local rank, newValue = '', ''
-if remove == '1' then
-  redis.call('HSET', h, user, version .. '||')
-else
-  redis.call('ZADD', z, score, member)
-  redis.call('HSET', h, user, version .. '|' .. member .. '|' .. value)
-  rank = tostring(redis.call('ZRANK', z, member) + 1)
-  newValue = value
+for i = 0, #KEYS / 3 - 1 do
+  local k, a = 3 * i, 10 * i
+  local z = KEYS[k + 1]
+  local r1, r2, r3, r4, r5 = one(z, KEYS[k + 2], KEYS[k + 3], a)
+  local t = ''
+  local tr = tonumber(ARGV[a + 10])
+  if tr then
+    local e = redis.call('ZRANGE', z, tr - 1, tr - 1, 'WITHSCORES')
+    if e[2] then t = e[2] end
+  end
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] = r1, r2, r3, r4, r5, t
+  n = n + 6
 end
-local head = false
-if history == '1' then head = redis.call('LINDEX', hist, 0) end
-if history ~= '1' then
-  -- an unranked index keeps no history
-elseif head and string.sub(head, 1, string.len(date) + 1) == date .. '|' then
-  local parts = {}
-  for p in string.gmatch(head .. '|', '([^|]*)|') do table.insert(parts, p) end
-  redis.call('LSET', hist, 0, date .. '|' .. parts[2] .. '|' .. rank .. '|' .. parts[4] .. '|' .. newValue)
-else
-  redis.call('LPUSH', hist, date .. '|' .. prevRank .. '|' .. rank .. '|' .. prevValue .. '|' .. newValue)
-  redis.call('LTRIM', hist, 0, 99)
-end
-if ttl and ttl > 0 then
-  redis.call('EXPIRE', z, ttl)
-  redis.call('EXPIRE', h, ttl)
-  redis.call('EXPIRE', hist, ttl)
-end
-return {prevRank, rank, prevValue, newValue, 'ok'}
+return out
 `;
 /** Default bound on one method call. */
 const DEFAULT_TIMEOUT_MS = 1000;
@@ -144,6 +177,50 @@ const parseMember = (m: string) => {
   return { reachedAt: new Date(ms).toISOString(), userId: unhex16(m.slice(i + 1)) };
 };
 const orNull = (v: unknown) => (v === '' || v === null || v === undefined ? null : Number(v));
+const EPOCH = new Date(0).toISOString();
+/** The rank whose value a write asks for (a positive integer), or null. */
+const thresholdRankOf = (w: VersionedWrite): number | null => {
+  const t = w.thresholdRank;
+  return typeof t === 'number' && Number.isSafeInteger(t) && t >= 1 ? t : null;
+};
+
+/** Most writes one script applies: a larger `apply` (a rebuild's page) runs as several scripts, sent at once. */
+const MAX_SCRIPT_WRITES = 1000;
+
+/**
+ * Splits an `apply` into scripts, each a list of write positions in their given order. One script holds every
+ * write, unless there are more than {@link MAX_SCRIPT_WRITES} (so one script never blocks Redis for long) or
+ * the client is a cluster (a script may only touch the keys of one hash slot, so one script per index). All
+ * writes to one (index, user) stay in one script, in order; scripts are sent together (one round trip), as
+ * the contract allows for writes to different entries.
+ */
+function chunks(writes: readonly VersionedWrite[], cluster: boolean): number[][] {
+  if (writes.length === 0) return [];
+  if (!cluster && writes.length <= MAX_SCRIPT_WRITES) return [writes.map((_, i) => i)];
+  const groups = new Map<string, Map<string, number[]>>();
+  writes.forEach((w, i) => {
+    const group = cluster ? w.index : '';
+    let entries = groups.get(group);
+    if (!entries) groups.set(group, (entries = new Map()));
+    const entry = `${w.index}\u0000${w.userId}`;
+    const chain = entries.get(entry);
+    if (chain) chain.push(i);
+    else entries.set(entry, [i]);
+  });
+  const out: number[][] = [];
+  for (const entries of groups.values()) {
+    let current: number[] = [];
+    for (const chain of entries.values()) {
+      if (current.length > 0 && current.length + chain.length > MAX_SCRIPT_WRITES) {
+        out.push(current);
+        current = [];
+      }
+      current.push(...chain);
+    }
+    if (current.length > 0) out.push(current);
+  }
+  return out.map((c) => c.sort((a, b) => a - b));
+}
 
 /**
  * Creates a Redis rank index; combine it with a store through `withRankIndex` from `laurel`.
@@ -166,6 +243,7 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
     throw new ValidationError(`createRedisRankIndex: timeoutMs must be an integer from 1 to ${MAX_TIMER_MS}`, [{ path: ['timeoutMs'], message: `must be an integer from 1 to ${MAX_TIMER_MS}` }]);
   }
   const prefix = options.prefix ?? 'laurel:';
+  const cluster = redis.isCluster === true;
   const keys = (index: string) => ({ z: `${prefix}{${index}}:z`, h: `${prefix}{${index}}:h`, r: (userId: string) => `${prefix}{${index}}:r:${userId}` });
 
   /** Sends one command, unless the call has settled or its deadline has passed (then nothing more goes out for it). */
@@ -222,28 +300,31 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
 
   return {
     apply: (writes: readonly VersionedWrite[]) => bounded('apply', async (send): Promise<RankChange[]> => {
-      const one = async (w: VersionedWrite): Promise<RankChange> => {
-        const k = keys(w.index);
-        const ttl = options.expireSeconds?.(w.index) ?? 0;
-        const remove = w.remove === true;
-        const value = remove ? 0 : w.value;
-        const reachedAt = remove ? new Date(0).toISOString() : w.reachedAt;
-        const reply = (await run(send, [k.z, k.h, k.r(w.userId), w.userId, w.version, remove ? '1' : '0', memberOf(w.userId, reachedAt), String(-value || 0), String(value), w.date, ttl, w.unranked ? '0' : '1'])) as string[];
-        return { index: w.index, userId: w.userId, previousRank: orNull(reply[0]), rank: orNull(reply[1]), previousValue: orNull(reply[2]), value: orNull(reply[3]) };
-      };
-      // Writes to the same (index, user) run one after another, in order; different ones are pipelined, so a
-      // large batch (a rebuild's) costs about one round trip, not one per write, and fits in the deadline.
-      const chains = new Map<string, number[]>();
-      writes.forEach((w, i) => {
-        const key = `${w.index}\u0000${w.userId}`;
-        const chain = chains.get(key);
-        if (chain) chain.push(i);
-        else chains.set(key, [i]);
-      });
       const out: RankChange[] = new Array(writes.length);
+      // Usually one script for all the writes (one round trip); see `chunks` for when there are more.
       await Promise.all(
-        [...chains.values()].map(async (chain) => {
-          for (const i of chain) out[i] = await one(writes[i] as VersionedWrite);
+        chunks(writes, cluster).map(async (chunk) => {
+          const keyArgs: (string | number)[] = [];
+          const args: (string | number)[] = [];
+          for (const i of chunk) {
+            const w = writes[i] as VersionedWrite;
+            const k = keys(w.index);
+            const remove = w.remove === true;
+            const value = remove ? 0 : w.value;
+            const member = memberOf(w.userId, remove ? EPOCH : w.reachedAt);
+            const ttl = options.expireSeconds?.(w.index) ?? 0;
+            keyArgs.push(k.z, k.h, k.r(w.userId));
+            args.push(w.userId, w.version, remove ? '1' : '0', member, String(-value || 0), String(value), w.date, ttl, w.unranked ? '0' : '1', thresholdRankOf(w) ?? '');
+          }
+          const reply = await run(send, [...keyArgs, ...args], SCRIPT, SHA, keyArgs.length);
+          if (!Array.isArray(reply) || reply.length !== chunk.length * 6) throw new Error(`unexpected reply to the apply script (${chunk.length} writes)`);
+          chunk.forEach((i, j) => {
+            const w = writes[i] as VersionedWrite;
+            const r = reply.slice(j * 6, j * 6 + 6) as unknown[];
+            const change: RankChange = { index: w.index, userId: w.userId, previousRank: orNull(r[0]), rank: orNull(r[1]), previousValue: orNull(r[2]), value: orNull(r[3]) };
+            if (thresholdRankOf(w) !== null) change.threshold = r[5] === '' || r[5] == null ? 0 : -Number(r[5]) || 0;
+            out[i] = change;
+          });
         }),
       );
       return out;

@@ -4,7 +4,7 @@
  */
 import type { LeaderboardWrite } from '../core/types.js';
 import { storageError, ValidationError } from '../errors.js';
-import type { RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
+import type { Commit, CommitResult, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
 
 /** A leaderboard write tagged with the user's committed version, so late writes never undo newer ones. */
 export type VersionedWrite = LeaderboardWrite & { version: number };
@@ -18,7 +18,10 @@ export interface RankIndex {
    * (index, user), also after that entry was removed. MUST be idempotent: applying the same write twice
    * leaves the index as after the first. SHOULD bound its time and reject with `StorageUnavailableError`
    * when the index cannot answer (the Redis index does, see `timeoutMs`); a write it gave up on MAY still
-   * land later, which the version rule makes harmless.
+   * land later, which the version rule makes harmless. For a write with `thresholdRank` it SHOULD return
+   * `threshold` as `Store.commit` describes (the value at that rank right after the write, 0 when the index
+   * holds fewer entries); without it the engine reads the threshold itself. `withRankIndex` passes all the
+   * writes of a commit, or of a whole `commitBatch`, in one call: an index SHOULD answer it in one round trip.
    */
   apply(writes: readonly VersionedWrite[]): Promise<RankChange[]>;
   getEntry(index: string, userId: string): Promise<RankedEntry | null>;
@@ -50,10 +53,30 @@ export interface WithRankIndexOptions {
  * A store whose ranks, pages, counts and rank history come from `rankIndex`. The store's commit stays the
  * single atomic write; the index is updated right after it with version-guarded absolute values, so
  * retries, races between processes and replays cannot leave it behind a newer value.
+ *
+ * `loadForEvents` and `commitBatch` are there when the store has them. `commitBatch` is one `commitBatch` on
+ * the store, then one `rankIndex.apply` for the leaderboard writes of every commit that went through (each
+ * tagged with its commit's version): one rank-index round trip for the whole batch. Commits the store refused
+ * keep their `ConflictError`. If the index fails after the store committed, every committed slot reads null
+ * ranks with `ranksUnavailable` (as `commit` does) and `onError` hears of it once.
  */
 export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithRankIndexOptions = {}): Store {
   const onError = options?.onError;
-  return {
+  /** The result of a durable commit whose ranks the index could not give: null ranks, `ranksUnavailable`. */
+  const unavailable = (c: Commit, version: number): CommitResult => ({
+    version,
+    ranks: c.leaderboard.map((w) => ({ index: w.index, userId: w.userId, previousRank: null, rank: null, previousValue: null, value: w.remove ? null : w.value })),
+    ranksUnavailable: true,
+  });
+  /** Reports a rank-index failure after a durable commit. Nothing may turn that call into a failure (a retry would count the event twice), not even an observer that throws. */
+  const report = (error: unknown) => {
+    try {
+      onError?.(error);
+    } catch {
+      // ignored, see above
+    }
+  };
+  const wrapped: Store = {
     loadUser: (id) => store.loadUser(id),
     loadUsers: (ids) => store.loadUsers(ids),
     getIdempotencyRecord: (u, m, k) => store.getIdempotencyRecord(u, m, k),
@@ -66,18 +89,8 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
         const ranks = await rankIndex.apply(c.leaderboard.map((w) => ({ ...w, version: result.version })));
         return { version: result.version, ranks };
       } catch (error) {
-        // The commit is durable: nothing from here on may turn this call into a failure (a retry would count
-        // the event twice), not even an observer that throws.
-        try {
-          onError?.(error);
-        } catch {
-          // ignored, see above
-        }
-        return {
-          version: result.version,
-          ranks: c.leaderboard.map((w) => ({ index: w.index, userId: w.userId, previousRank: null, rank: null, previousValue: null, value: w.remove ? null : w.value })),
-          ranksUnavailable: true,
-        };
+        report(error);
+        return unavailable(c, result.version);
       }
     },
     getEntry: (index, userId) => rankIndex.getEntry(index, userId),
@@ -85,6 +98,40 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
     countEntries: (index, range) => rankIndex.countEntries(index, range),
     readRankHistory: (index, userId, limit) => rankIndex.readRankHistory(index, userId, limit),
   };
+  if (typeof store.loadForEvents === 'function') {
+    const loadForEvents = store.loadForEvents.bind(store);
+    wrapped.loadForEvents = (userIds, lookups) => loadForEvents(userIds, lookups);
+  }
+  if (typeof store.commitBatch === 'function') {
+    const commitBatch = store.commitBatch.bind(store);
+    wrapped.commitBatch = async (commits) => {
+      const outcomes = await commitBatch(commits);
+      // One rank-index call for the leaderboard writes of every commit that went through, each write tagged
+      // with its own commit's version; a refused commit (its ConflictError) keeps its slot as it is.
+      const writes: VersionedWrite[] = [];
+      const spans: { slot: number; start: number }[] = [];
+      outcomes.forEach((outcome, slot) => {
+        const c = commits[slot] as Commit;
+        if (outcome instanceof Error || c.leaderboard.length === 0) return;
+        spans.push({ slot, start: writes.length });
+        for (const w of c.leaderboard) writes.push({ ...w, version: outcome.version });
+      });
+      if (spans.length === 0) return outcomes;
+      const out = outcomes.slice();
+      try {
+        const ranks = await rankIndex.apply(writes);
+        for (const { slot, start } of spans) {
+          const c = commits[slot] as Commit;
+          out[slot] = { version: (outcomes[slot] as CommitResult).version, ranks: ranks.slice(start, start + c.leaderboard.length) };
+        }
+      } catch (error) {
+        report(error);
+        for (const { slot } of spans) out[slot] = unavailable(commits[slot] as Commit, (outcomes[slot] as CommitResult).version);
+      }
+      return out;
+    };
+  }
+  return wrapped;
 }
 
 /**
