@@ -22,7 +22,8 @@ export {
 export { compareEntries } from './store/ordered-index.js';
 export { rebuildRankIndex, withRankIndex } from './store/rank-index.js';
 export { boardIndex, pointsTotalsIndex } from './core/leaderboards.js';
-export { addDecimal, compareDecimal, decimalOf } from './core/decimal.js';
+export { addDecimal, addExact, compareDecimal, decimalOf } from './core/decimal.js';
+export { awardOfRow } from './core/points.js';
 
 export type {
   LaurelConfig,
@@ -45,6 +46,7 @@ export type {
   AchievementView,
   ApplyResult,
   Award,
+  AwardRow,
   BoostView,
   CoreContext,
   Effects,
@@ -86,6 +88,7 @@ export type {
   BoardStatus,
 } from './engine/engine.js';
 export type { Aggregation, SummaryOptions, SummaryRow } from './engine/summaries.js';
-export type { Store, Commit, CommitResult, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, VersionedState } from './store/types.js';
+export type { Store, BatchCommitOutcome, Commit, CommitResult, EventLoad, IdempotencyLookup, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, VersionedState } from './store/types.js';
+export type { BatchEvent, BatchEventResult } from './engine/batch.js';
 export type { IndexEntry } from './store/ordered-index.js';
 export type { RankIndex, RankIndexSource, VersionedWrite, WithRankIndexOptions } from './store/rank-index.js';

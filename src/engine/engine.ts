@@ -30,6 +30,7 @@ import type {
   EventLeaderboard,
   EventPoints,
   EventResponse,
+  IdempotencyRecord,
   LevelView,
   LeaderboardView,
   PointsSystemView,
@@ -45,6 +46,7 @@ import { own } from '../core/step.js';
 import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
 import { createMemoryStore } from '../store/memory.js';
 import type { CommitResult, Store, VersionedState } from '../store/types.js';
+import { recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
 import { KeyedLock } from './lock.js';
 import { foldSummary, summaryPeriods, validateSummaryOptions, type SummaryOptions, type SummaryRow } from './summaries.js';
 
@@ -208,11 +210,11 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
   };
   const context = (): CoreContext => ({ now: now(), newId: checkedId });
 
-  /** Runs `attempt` under the user's lock, retrying on conflicts. */
-  async function withUser<R>(userId: string, attempt: (loaded: VersionedState | null) => Promise<R>): Promise<R> {
+  /** Runs `attempt` under the user's lock on what `load` reads (default: the user's state), retrying on conflicts. */
+  async function withUser<R, L = VersionedState | null>(userId: string, attempt: (loaded: L) => Promise<R>, load: () => Promise<L> = () => store.loadUser(userId) as Promise<L>): Promise<R> {
     return lock.run(userId, async () => {
       for (let i = 0; ; i++) {
-        const loaded = await store.loadUser(userId);
+        const loaded = await load();
         try {
           return await attempt(loaded);
         } catch (error) {
@@ -268,9 +270,12 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const last = changes[changes.length - 1];
       entry.previousRank = capRank(b, first?.previousRank);
       entry.rank = capRank(b, last?.rank);
-      await readRanks(index, entry, async () => {
-        entry.threshold = await thresholdOf(b, name);
-      });
+      // A store that reports the threshold in its commit saves the read after it.
+      if (last?.threshold !== undefined && !index.down) entry.threshold = last.threshold;
+      else
+        await readRanks(index, entry, async () => {
+          entry.threshold = await thresholdOf(b, name);
+        });
     }
   }
 
@@ -294,6 +299,21 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       entry.previousRank = null;
       entry.rank = null;
     }
+  }
+
+  /**
+   * The user's state and, for an event with an idempotency key, its record: one read on stores that have
+   * `loadForEvents` (one round trip on PostgreSQL), else two.
+   */
+  async function loadForEvent(event: EventInput): Promise<{ loaded: VersionedState | null; record: IdempotencyRecord | null }> {
+    const lookups = event.idempotencyKey === undefined ? [] : [{ userId: event.user.id, metricKey: event.metricKey, key: event.idempotencyKey }];
+    if (store.loadForEvents) {
+      const { users, records } = await store.loadForEvents([event.user.id], lookups);
+      return { loaded: users[0] ?? null, record: records[0] ?? null };
+    }
+    const loaded = await store.loadUser(event.user.id);
+    const record = loaded && event.idempotencyKey !== undefined ? await store.getIdempotencyRecord(event.user.id, event.metricKey, event.idempotencyKey) : null;
+    return { loaded, record };
   }
 
   async function loadOrThrow(userId: string): Promise<VersionedState> {
@@ -330,16 +350,48 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       opts = opts ?? {};
       const event = eventOf(metricKey as string, request, opts);
       validateEvent(config, event);
-      return withUser(event.user.id, async (loaded) => {
-        if (event.idempotencyKey !== undefined && loaded) {
-          const record = await store.getIdempotencyRecord(event.user.id, event.metricKey, event.idempotencyKey);
-          if (record) return replayResponse(config, loaded.state, event.metricKey, record.eventId, event.idempotencyKey, context());
-        }
-        const { state, response, effects } = applyValidatedEvent(config, loaded?.state ?? null, event, context());
-        const result = await commit(event.user.id, loaded, state, effects);
-        await fillRanks(response.leaderboards, state, result);
-        return response;
-      });
+      return withUser(
+        event.user.id,
+        async ({ loaded, record }) => {
+          if (record && loaded) return replayResponse(config, loaded.state, event.metricKey, record.eventId, record.key, context());
+          const { state, response, effects } = applyValidatedEvent(config, loaded?.state ?? null, event, context());
+          const result = await commit(event.user.id, loaded, state, effects);
+          await fillRanks(response.leaderboards, state, result);
+          return response;
+        },
+        () => loadForEvent(event),
+      );
+    },
+
+    /**
+     * Records many events (any users, each with its own idempotency key) and returns one result per event,
+     * in input order: `{ ok: true, response }`, or `{ ok: false, error }` with the typed error that event
+     * alone failed with (a bad event, an overdraw, a storage fault). Each user's events apply in input
+     * order, and the responses are those recording them one by one would give; the commits go to the store
+     * together (one transaction on PostgreSQL), so bulk imports and queue consumers run at database speed.
+     * At most 10,000 events per call.
+     * @throws {ValidationError} when `events` is not an array or is longer than that.
+     * @example
+     * ```ts
+     * const results = await engine.recordEvents([
+     *   { metricKey: 'lessons', user: { id: 'u1' }, value: 1, idempotencyKey: 'msg-1' },
+     *   { metricKey: 'lessons', user: { id: 'u2' }, value: 3, idempotencyKey: 'msg-2' },
+     * ]);
+     * for (const r of results) if (!r.ok) console.warn(r.error.code);
+     * ```
+     */
+    async recordEvents(events: readonly BatchEvent[]): Promise<BatchEventResult[]> {
+      return recordBatch(
+        {
+          config,
+          store,
+          lock,
+          context,
+          fillRanks: (response, state, result) => fillRanks(response.leaderboards, state, result),
+          recordOne: (event) => engine.recordEvent(event.metricKey as MetricKeyOf<C>, event, event.idempotencyKey === undefined ? {} : { idempotencyKey: event.idempotencyKey }),
+        },
+        events,
+      );
     },
 
     /**
@@ -350,11 +402,8 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       opts = opts ?? {};
       const event = eventOf(metricKey as string, request, opts);
       validateEvent(config, event);
-      const loaded = await store.loadUser(event.user.id);
-      if (event.idempotencyKey !== undefined && loaded) {
-        const record = await store.getIdempotencyRecord(event.user.id, event.metricKey, event.idempotencyKey);
-        if (record) return replayResponse(config, loaded.state, event.metricKey, record.eventId, event.idempotencyKey, context());
-      }
+      const { loaded, record } = await loadForEvent(event);
+      if (record && loaded) return replayResponse(config, loaded.state, event.metricKey, record.eventId, record.key, context());
       const { state, response } = applyValidatedEvent(config, loaded?.state ?? null, event, context());
       // Like recordEvent: ranks the index cannot answer read null, and after one failure no more are read.
       const index = { down: false };

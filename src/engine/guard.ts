@@ -19,7 +19,7 @@ export function guardStore(store: Store): Store {
         throw storageError(`store.${method}`, error);
       }
     };
-  return {
+  const guarded: Store = {
     loadUser: call('loadUser', (id) => store.loadUser(id)),
     loadUsers: call('loadUsers', (ids) => store.loadUsers(ids)),
     getIdempotencyRecord: call('getIdempotencyRecord', (u, m, k) => store.getIdempotencyRecord(u, m, k)),
@@ -31,4 +31,8 @@ export function guardStore(store: Store): Store {
     readRankHistory: call('readRankHistory', (index, userId, limit) => store.readRankHistory(index, userId, limit)),
     getCounters: call('getCounters', (names) => store.getCounters(names)),
   };
+  // The optional methods exist on the guard exactly when the store has them, so the engine can ask.
+  if (typeof store.loadForEvents === 'function') guarded.loadForEvents = call('loadForEvents', (ids, lookups) => (store.loadForEvents as NonNullable<Store['loadForEvents']>)(ids, lookups));
+  if (typeof store.commitBatch === 'function') guarded.commitBatch = call('commitBatch', (commits) => (store.commitBatch as NonNullable<Store['commitBatch']>)(commits));
+  return guarded;
 }

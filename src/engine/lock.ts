@@ -20,3 +20,13 @@ export class KeyedLock {
     return result;
   }
 }
+
+/**
+ * Runs `task` holding the locks of every key in `keys` (taken in sorted order, so two calls that share keys
+ * never wait on each other in a cycle).
+ */
+export function runLocked<T>(lock: KeyedLock, keys: readonly string[], task: () => Promise<T>): Promise<T> {
+  const sorted = [...new Set(keys)].sort();
+  const take = (i: number): Promise<T> => (i === sorted.length ? task() : lock.run(sorted[i] as string, () => take(i + 1)));
+  return take(0);
+}

@@ -245,7 +245,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     async commitBatch(commits) {
       if (options.beforeCommit) for (const c of commits) await options.beforeCommit(c);
       const out: BatchCommitOutcome[] = [];
-      for (const c of commits) out.push(conflictOf(c) ?? apply(c));
+      const refused = new Map<string, ConflictError>();
+      for (const c of commits) {
+        const conflict = refused.get(c.userId) ?? conflictOf(c);
+        if (conflict) refused.set(c.userId, conflict);
+        out.push(conflict ?? apply(c));
+      }
       return out;
     },
     async readLedger(q: LedgerQuery) {

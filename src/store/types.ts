@@ -149,8 +149,9 @@ export interface Store {
    * transactions as the store allows (one on PostgreSQL): the path of `Engine.recordEvents`.
    * - Each commit is atomic on its own: applied whole, or refused with a `ConflictError` in its slot of the
    *   result, having changed nothing. A refused commit does not stop the others.
-   * - Several commits of one user come with consecutive expected versions; once one of them is refused, the
-   *   later ones are refused too (their expected versions no longer match).
+   * - Several commits of one user come with consecutive expected versions. Once one of them is refused, the
+   *   store MUST refuse every later commit of that user in the batch as well, even one whose expected
+   *   version happens to match again (another writer may have moved the user by exactly one version).
    * - Any other failure (a server fault) rejects the whole call; the store MUST then have applied either all
    *   the commits it would have applied, or none of them, and MAY leave it unknown which (as `commit`).
    */

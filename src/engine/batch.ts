@@ -1,0 +1,195 @@
+/**
+ * `Engine.recordEvents`: many events, any users, applied per user in input order and committed together
+ * (one `commitBatch` on stores that have it: one transaction on PostgreSQL). The pure core runs exactly as
+ * for single calls, in input order, so a batch gives the responses that recording the same events one by
+ * one would give, with the same clock and ids.
+ */
+import type { LaurelConfig } from '../config/define.js';
+import { applyValidatedEvent, replayResponse } from '../core/apply.js';
+import type { CoreContext, EventInput, EventResponse, IdempotencyRecord, UserInput } from '../core/types.js';
+import { validateEvent } from '../core/users.js';
+import { isLaurelError, isLaurelErrorCode, ValidationError, type LaurelError } from '../errors.js';
+import type { BatchCommitOutcome, Commit, CommitResult, Store, VersionedState } from '../store/types.js';
+import { runLocked, type KeyedLock } from './lock.js';
+
+/** One event of {@link Engine.recordEvents}. */
+export interface BatchEvent {
+  metricKey: string;
+  user: UserInput;
+  value: number;
+  attributes?: Record<string, string>;
+  idempotencyKey?: string;
+}
+
+/** The outcome of one event of a batch: its response, or the typed error that event alone failed with. */
+export type BatchEventResult = { ok: true; response: EventResponse } | { ok: false; error: LaurelError };
+
+/** The most events one `recordEvents` call takes. */
+export const MAX_BATCH = 10_000;
+
+/** What the batch needs from the engine that runs it. */
+export interface BatchDeps {
+  config: LaurelConfig;
+  store: Store;
+  lock: KeyedLock;
+  context: () => CoreContext;
+  /** Fills ranks and thresholds into a response from its commit's result (as for single calls). */
+  fillRanks: (response: EventResponse, state: VersionedState['state'], result: CommitResult) => Promise<void>;
+  /** Records one event the single-call way (with its own retries): for events whose batch commit conflicted. */
+  recordOne: (event: EventInput) => Promise<EventResponse>;
+}
+
+interface Pending {
+  /** Position in the input. */
+  at: number;
+  event: EventInput;
+  commit: Commit | null;
+  response: EventResponse | null;
+}
+
+const scopeOf = (e: EventInput) => `${e.metricKey}\u0000${e.idempotencyKey as string}`;
+
+export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[]): Promise<BatchEventResult[]> {
+  if (!Array.isArray(input)) throw new ValidationError('events must be an array of events', [{ path: ['events'], message: 'must be an array' }]);
+  if (input.length > MAX_BATCH) throw new ValidationError(`events: at most ${MAX_BATCH} events per call (got ${input.length})`, [{ path: ['events'], message: `at most ${MAX_BATCH}` }]);
+  const { config, store } = deps;
+  const results: (BatchEventResult | undefined)[] = new Array(input.length);
+  const byUser = new Map<string, Pending[]>();
+  input.forEach((raw, at) => {
+    const r = (typeof raw === 'object' && raw !== null ? raw : {}) as Partial<BatchEvent>;
+    const event = { metricKey: r.metricKey, user: r.user, value: r.value } as EventInput;
+    if (r.attributes !== undefined) event.attributes = r.attributes;
+    if (r.idempotencyKey !== undefined) event.idempotencyKey = r.idempotencyKey;
+    try {
+      validateEvent(config, event);
+    } catch (error) {
+      results[at] = { ok: false, error: error as LaurelError };
+      return;
+    }
+    let list = byUser.get(event.user.id);
+    if (!list) byUser.set(event.user.id, (list = []));
+    list.push({ at, event, commit: null, response: null });
+  });
+  if (byUser.size === 0) return results as BatchEventResult[];
+
+  const redo: Pending[][] = [];
+  await runLocked(deps.lock, [...byUser.keys()], async () => {
+    const userIds = [...byUser.keys()];
+    const lookups = [...byUser.values()].flat().filter((p) => p.event.idempotencyKey !== undefined).map((p) => ({ userId: p.event.user.id, metricKey: p.event.metricKey, key: p.event.idempotencyKey as string }));
+    const loaded = await loadAll(store, userIds, lookups);
+    const stored = new Map<string, IdempotencyRecord>();
+    loaded.records.forEach((rec) => rec && stored.set(`${rec.userId}\u0000${rec.metricKey}\u0000${rec.key}`, rec));
+
+    // The core runs in input order (ids and clock readings come in the order single calls would take them).
+    const state = new Map(userIds.map((id, i) => [id, loaded.users[i] ?? null]));
+    const used = new Map<string, Map<string, string>>();
+    const ordered = [...byUser.values()].flat().sort((a, b) => a.at - b.at);
+    const commits: Pending[] = [];
+    for (const p of ordered) {
+      const userId = p.event.user.id;
+      const current = state.get(userId) ?? null;
+      const keys = used.get(userId) ?? new Map<string, string>();
+      used.set(userId, keys);
+      try {
+        if (p.event.idempotencyKey !== undefined && current) {
+          const earlier = keys.get(scopeOf(p.event)) ?? stored.get(`${userId}\u0000${p.event.metricKey}\u0000${p.event.idempotencyKey}`)?.eventId;
+          if (earlier !== undefined) {
+            results[p.at] = { ok: true, response: replayResponse(config, current.state, p.event.metricKey, earlier, p.event.idempotencyKey, deps.context()) };
+            continue;
+          }
+        }
+        const out = applyValidatedEvent(config, current?.state ?? null, p.event, deps.context());
+        const version = current?.version ?? 0;
+        p.commit = { userId, expectedVersion: version, state: out.state, ledger: out.effects.ledger, leaderboard: out.effects.leaderboard, counters: out.effects.counters, idempotency: out.effects.idempotency };
+        p.response = out.response;
+        if (p.event.idempotencyKey !== undefined) keys.set(scopeOf(p.event), out.response.eventId);
+        state.set(userId, { state: out.state, version: version + 1 });
+        commits.push(p);
+      } catch (error) {
+        if (!isLaurelError(error)) throw error;
+        results[p.at] = { ok: false, error };
+      }
+    }
+    if (commits.length === 0) return;
+
+    let outcomes: (BatchCommitOutcome | LaurelError)[];
+    try {
+      outcomes = await commitAll(store, commits.map((p) => p.commit as Commit));
+    } catch (error) {
+      // A server fault fails every event that was to be committed, with the store's typed error.
+      for (const p of commits) results[p.at] = { ok: false, error: error as LaurelError };
+      return;
+    }
+    const conflicted = new Set<string>();
+    const committed = new Set<Pending>();
+    for (const [i, p] of commits.entries()) {
+      const outcome = outcomes[i] as BatchCommitOutcome | LaurelError;
+      if (isLaurelErrorCode(outcome, 'CONFLICT')) {
+        conflicted.add(p.event.user.id);
+      } else if (isLaurelError(outcome)) {
+        results[p.at] = { ok: false, error: outcome };
+      } else {
+        committed.add(p);
+        await deps.fillRanks(p.response as EventResponse, (p.commit as Commit).state, outcome as CommitResult);
+        results[p.at] = { ok: true, response: p.response as EventResponse };
+      }
+    }
+    // Another writer got to these users first: everything after their last applied commit (replays and
+    // refusals included, which were decided on a state that is no longer current) goes again, one by one
+    // with the single-call retries, in input order.
+    for (const userId of conflicted) {
+      const list = byUser.get(userId) as Pending[];
+      let last = -1;
+      list.forEach((p, i) => {
+        if (committed.has(p)) last = i;
+      });
+      redo.push(list.slice(last + 1));
+    }
+  });
+  for (const list of redo) {
+    for (const p of list) {
+      try {
+        results[p.at] = { ok: true, response: await deps.recordOne(p.event) };
+      } catch (error) {
+        if (!isLaurelError(error)) throw error;
+        results[p.at] = { ok: false, error };
+      }
+    }
+  }
+  return results as BatchEventResult[];
+}
+
+async function loadAll(store: Store, userIds: string[], lookups: { userId: string; metricKey: string; key: string }[]) {
+  if (store.loadForEvents) return store.loadForEvents(userIds, lookups);
+  const users = await store.loadUsers(userIds);
+  const records = await Promise.all(lookups.map((l) => store.getIdempotencyRecord(l.userId, l.metricKey, l.key)));
+  return { users, records };
+}
+
+/**
+ * `commitBatch` when the store has it (all or nothing on a fault: it rejects). Else one commit after
+ * another: a user's later commits are refused after a conflict, and a fault fails its commit and every
+ * later one (not attempted), while the earlier ones stay applied and are reported so.
+ */
+async function commitAll(store: Store, commits: Commit[]): Promise<(BatchCommitOutcome | LaurelError)[]> {
+  if (store.commitBatch) return store.commitBatch(commits);
+  const out: (BatchCommitOutcome | LaurelError)[] = [];
+  const refused = new Map<string, LaurelError>();
+  let fault: LaurelError | null = null;
+  for (const c of commits) {
+    const earlier = fault ?? refused.get(c.userId);
+    if (earlier) {
+      out.push(earlier);
+      continue;
+    }
+    try {
+      out.push(await store.commit(c));
+    } catch (error) {
+      if (!isLaurelError(error)) throw error;
+      if (error.code === 'CONFLICT') refused.set(c.userId, error);
+      else fault = error;
+      out.push(error);
+    }
+  }
+  return out;
+}
