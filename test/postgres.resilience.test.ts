@@ -27,7 +27,7 @@ function commitOf(userId: string, expectedVersion: number, opts: { idempotency?:
   return {
     userId,
     expectedVersion,
-    state: sampleState(userId, String(value)),
+    state: sampleState(userId, value),
     ledger: opts.ledger === false ? [] : [{ id: `${userId}-v${expectedVersion}`, userId, kind: 'metric', key: 'lessons', at, delta: 1, total: value, data: null }],
     leaderboard: [{ index: 'board', userId, value, reachedAt: at, date: '2026-01-05' }],
     counters: opts.counters ?? (expectedVersion === 0 ? { users: 1 } : {}),

@@ -25,6 +25,13 @@ function equal(actual: unknown, expected: unknown, message: string): void {
   if (a !== e) throw new CheckFailed(`${message}\n  expected: ${e}\n  actual:   ${a}`);
 }
 
+/** JSON with object keys sorted: stores such as PostgreSQL's jsonb keep values, not key order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, (v as Record<string, unknown>)[k]])) : v,
+  );
+}
+
 async function rejectsWithConflict(p: Promise<unknown>, message: string): Promise<void> {
   try {
     await p;
@@ -36,7 +43,7 @@ async function rejectsWithConflict(p: Promise<unknown>, message: string): Promis
 }
 
 /** A minimal valid user state for store tests. */
-export function sampleState(userId: string, total = '0'): UserState {
+export function sampleState(userId: string, total = 0): UserState {
   return {
     user: { id: userId, email: null, name: `User ${userId}`, tz: null, attributes: {}, created: '2026-01-01T00:00:00.000Z', updated: '2026-01-01T00:00:00.000Z' },
     metrics: { lessons: total },
@@ -53,7 +60,7 @@ function metricRow(userId: string, id: string, at: string, delta: number, total:
 }
 
 function commitOf(userId: string, expectedVersion: number, extra: Partial<Commit> = {}): Commit {
-  return { userId, expectedVersion, state: sampleState(userId, String(expectedVersion + 1)), ledger: [], leaderboard: [], counters: {}, idempotency: null, ...extra };
+  return { userId, expectedVersion, state: sampleState(userId, expectedVersion + 1), ledger: [], leaderboard: [], counters: {}, idempotency: null, ...extra };
 }
 
 const write = (index: string, userId: string, value: number, reachedAt: string, date = reachedAt.slice(0, 10)) => ({ index, userId, value, reachedAt, date });
@@ -68,18 +75,30 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
     },
   },
   {
-    name: 'a first commit creates the user at version 1 and returns copies',
+    name: 'a first commit creates the user at version 1; the store keeps no caller object but the state',
     async run(store) {
-      const c = commitOf('u1', 0);
+      const row = metricRow('u1', 'e1', '2026-01-01T00:00:00.000Z', 1, 1);
+      const record = { userId: 'u1', metricKey: 'lessons', key: 'k1', eventId: 'e1', at: '2026-01-01T00:00:00.000Z' };
+      const w = write('lb|copy', 'u1', 1, '2026-01-01T00:00:00.000Z');
+      const c = commitOf('u1', 0, { ledger: [row], idempotency: record, leaderboard: [w], counters: { users: 1 } });
+      const sent = JSON.stringify(c);
       const result = await store.commit(c);
       equal(result.version, 1, 'version after first commit');
-      c.state.metrics.lessons = 'mutated after commit';
+      equal(JSON.stringify(c), sent, 'the commit passed in is not mutated');
+      // States are immutable values a store MAY keep; the rows, writes and records MUST NOT be kept by reference.
+      row.delta = 99;
+      (row.data as { eventId: string }).eventId = 'mutated';
+      record.eventId = 'mutated';
+      w.value = 99;
+      c.counters.users = 99;
       const loaded = await store.loadUser('u1');
       assert(loaded, 'user stored');
       equal(loaded.version, 1, 'loaded version');
-      equal(loaded.state.metrics.lessons, '1', 'stored state is not the caller object');
-      loaded.state.metrics.lessons = 'mutated after load';
-      equal((await store.loadUser('u1'))?.state.metrics.lessons, '1', 'loaded state is a copy');
+      equal(canonical(loaded.state), canonical(sampleState('u1', 1)), 'stored state');
+      equal(await store.readLedger({ userId: 'u1', kind: 'metric', key: 'lessons', order: 'asc' }), [metricRow('u1', 'e1', '2026-01-01T00:00:00.000Z', 1, 1)], 'ledger row kept by value');
+      equal((await store.getIdempotencyRecord('u1', 'lessons', 'k1'))?.eventId, 'e1', 'idempotency record kept by value');
+      equal((await store.getEntry('lb|copy', 'u1'))?.value, 1, 'leaderboard write kept by value');
+      equal(await store.getCounters(['users']), { users: 1 }, 'counters kept by value');
       const many = await store.loadUsers(['u1', 'missing']);
       equal([many[0]?.version, many[1]], [1, null], 'loadUsers');
     },
