@@ -42,11 +42,11 @@ async function rejectsWithConflict(p: Promise<unknown>, message: string): Promis
   throw new CheckFailed(`${message}: expected a ConflictError, the commit succeeded`);
 }
 
-/** A minimal valid user state for store tests. */
-export function sampleState(userId: string, total = 0): UserState {
+/** A minimal valid user state for store tests (`total` as given: states before 0.2 held decimal strings). */
+export function sampleState(userId: string, total: number | string = 0): UserState {
   return {
     user: { id: userId, email: null, name: `User ${userId}`, tz: null, attributes: {}, created: '2026-01-01T00:00:00.000Z', updated: '2026-01-01T00:00:00.000Z' },
-    metrics: { lessons: total },
+    metrics: { lessons: total as number },
     achievementProgress: {},
     achievements: {},
     streak: null,
