@@ -1,4 +1,5 @@
-import { createEngine, type LaurelConfig } from '../src/index.js';
+import { createEngine, type Award, type LaurelConfig } from '../src/index.js';
+import { grantInstant } from '../src/core/points.js';
 import { createMemoryStore } from '../src/memory.js';
 import { sequentialIds } from '../src/testing/index.js';
 
@@ -22,3 +23,20 @@ export function setup<C extends LaurelConfig>(config: C, start = '2026-01-05T10:
 
 export const HOUR = 3_600_000;
 export const DAY = 86_400_000;
+
+/**
+ * Awards with every run of time grants spread into its single grants (each dated when it fell due, with the
+ * running total after it), as they read when every grant was its own award, in `order` of the list given.
+ */
+export function eachGrant(awards: readonly Award[], order: 'asc' | 'desc' = 'asc'): Award[] {
+  return awards.flatMap((a) => {
+    const run = a.grants;
+    if (!run) return [a];
+    const each = a.awarded / run.count;
+    const singles = Array.from({ length: run.count }, (_, j) => {
+      const { grants: _run, ...single } = a;
+      return { ...single, awarded: each, total: a.total - each * (run.count - 1 - j), date: new Date(grantInstant(a.date, run, j)).toISOString() };
+    });
+    return order === 'asc' ? singles : singles.reverse();
+  });
+}

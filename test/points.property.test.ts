@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createEngine, defineConfig, isLaurelError } from '../src/index.js';
 import { awardOfRow } from '../src/core/points.js';
 import { createMemoryStore } from '../src/memory.js';
+import { eachGrant } from './helpers.js';
 import { arbEventSequence, sequentialIds, TIME_ZONES } from '../src/testing/index.js';
 
 const config = defineConfig({
@@ -123,7 +124,7 @@ describe('points invariants', () => {
           now = end;
           await engine.accrue('u');
           const summary = await engine.getPointsSummary('u', 'energy', { awards: 100 });
-          return { total: summary.total, awards: summary.awards.map((a) => [a.awarded, a.total, a.date, a.trigger.id]) };
+          return { total: summary.total, awards: eachGrant(summary.awards, 'desc').map((a) => [a.awarded, a.total, a.date, a.trigger.id]) };
         };
         expect(await outcome(60_000)).toEqual(await outcome(null));
       }),

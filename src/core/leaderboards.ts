@@ -4,7 +4,8 @@
  * the store's ordered index after the commit, never from here.
  */
 import type { CompiledLeaderboard } from '../config/define.js';
-import { addDays, addMonths, daysBetween, localDateOf, type LocalDate } from './calendar.js';
+import { addDays, addMonths, daysBetween, localDateOf, startOfLocalDate, type LocalDate } from './calendar.js';
+import { grantsBefore } from './points.js';
 import { addExact, MAX_EXACT } from './decimal.js';
 import { ValidationError } from '../errors.js';
 import { stableId } from './ids.js';
@@ -157,6 +158,12 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     } else if (board.rankBy === 'points') {
       // Points earned in a run are the awards dated inside it; those dated in an earlier run stay out.
       for (const a of step.awards.get(board.pointsSystemKey as string) ?? []) {
+        if (a.grants) {
+          // A run of time grants counts the grants that fell due inside this board run.
+          const inside = a.grants.count - grantsBefore(a.date, a.grants, startOfLocalDate(run.start, board.timeZone).getTime());
+          if (inside > 0) delta = addExact(delta, (a.awarded / a.grants.count) * inside);
+          continue;
+        }
         const day = a.date === step.nowIso ? date : localDateOf(new Date(a.date), board.timeZone);
         if (day >= run.start) delta = addExact(delta, a.awarded);
       }

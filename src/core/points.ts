@@ -7,7 +7,7 @@ import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
 import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
 import { matchesFilter, own, ownPoints, record, type Step } from './step.js';
-import type { Award, AwardRow, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
+import type { Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -169,11 +169,83 @@ export function accrueTimeGrants(step: Step): void {
           firstAt = at;
         }
       }
-      award(step, system, first.t, first.t.points, firstAt);
-      ps.time[first.t.id] = first.next;
-      first.next += 1;
+      // A run of this trigger's grants that no cap cuts and no other trigger's grant interrupts is one award
+      // and one ledger row, so the cost of a call does not grow with how long the user was idle.
+      const count = system.boosts.length === 0 ? runLength(step, system, ps.total, first, live, createdMs, createdDate) : 1;
+      if (count > 1) awardRun(step, system, first.t, count, firstAt);
+      else award(step, system, first.t, first.t.points, firstAt);
+      first.next += count;
+      ps.time[first.t.id] = first.next - 1;
     }
   }
+}
+
+interface PendingGrants {
+  t: CompiledTrigger;
+  next: number;
+  due: number;
+}
+
+/**
+ * How many consecutive grants of `first`, from its next one, can be made as one run: all due, each whole
+ * under the caps, and each before the next grant of every other live trigger (on equal instants the trigger
+ * listed first goes first, as one grant at a time would have it).
+ */
+function runLength(step: Step, system: CompiledPointsSystem, total: number, first: PendingGrants, live: readonly PendingGrants[], createdMs: number, createdDate: string): number {
+  const points = first.t.points;
+  let n = first.due - first.next + 1;
+  n = Math.min(n, points > 0 ? Math.floor((ceilingOf(system) - total) / points) : Math.floor((total - floorOf(system)) / -points));
+  if (n <= 1) return 1;
+  const order = system.timeTriggers.indexOf(first.t);
+  for (const other of live) {
+    if (other === first) continue;
+    const bound = timeGrantInstant(step, other.t, other.next, createdMs, createdDate).getTime();
+    const goesFirst = order < system.timeTriggers.indexOf(other.t);
+    // The largest m with grant (next + m - 1) before `bound` (or at it, when `first` goes first on ties).
+    let lo = 1;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      const at = timeGrantInstant(step, first.t, first.next + mid - 1, createdMs, createdDate).getTime();
+      if (at < bound || (goesFirst && at === bound)) lo = mid;
+      else hi = mid - 1;
+    }
+    n = lo;
+  }
+  return n;
+}
+
+/** Makes `count` grants of a time trigger, the first falling due at `at`, as one award and one ledger row. */
+function awardRun(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, count: number, at: Date): void {
+  if (trigger.type !== 'time') return;
+  const ps = ownPoints(step, system.key);
+  const awarded = trigger.points * count;
+  ps.total += awarded;
+  const date = at.toISOString();
+  const grants: GrantRun = { count, unit: trigger.timeUnit, every: trigger.timeInterval, tz: step.tz };
+  const made: Award = { id: step.newId(), awarded, date, total: ps.total, trigger: triggerView(trigger), grants };
+  let list = step.awards.get(system.key);
+  if (!list) step.awards.set(system.key, (list = []));
+  list.push(made);
+  step.effects.ledger.push({ id: made.id, userId: step.state.user.id, kind: 'points', key: system.key, at: date, delta: awarded, total: ps.total, data: { trigger: trigger.id, type: trigger.type, grants } });
+}
+
+/** The instant (ms) of grant `j` (0-based) of a run whose first grant fell due at `first`. */
+export function grantInstant(first: string, run: GrantRun, j: number): number {
+  if (run.unit === 'hour') return Date.parse(first) + j * run.every * HOUR_MS;
+  return startOfLocalDate(addDays(localDateOf(new Date(first), run.tz), j * run.every), run.tz).getTime();
+}
+
+/** How many grants of a run (first due at `first`) fell due strictly before `boundMs`. */
+export function grantsBefore(first: string, run: GrantRun, boundMs: number): number {
+  let lo = 0;
+  let hi = run.count;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (grantInstant(first, run, mid) < boundMs) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Metric triggers for the event's metric: once per threshold of growth of the filtered high-water mark. */
@@ -258,6 +330,7 @@ export function awardOfRow(system: CompiledPointsSystem, row: LedgerRow): Award 
     trigger: trigger ? triggerView(trigger) : { id: compact?.trigger ?? '', type: compact?.type ?? 'metric', points: row.delta },
   };
   if (compact?.boosts) made.boosts = compact.boosts;
+  if (compact?.grants) made.grants = compact.grants;
   return made;
 }
 

@@ -128,6 +128,20 @@ export interface AwardRow {
   /** The trigger's type (what a read shows if the trigger has since left the configuration). */
   type: PointsTriggerView['type'];
   boosts?: BoostView[];
+  grants?: GrantRun;
+}
+
+/**
+ * A run of grants of one time trigger made as one award: `count` grants of the trigger's points, the first
+ * falling due at the award's date and each next one `every` hours (`unit: 'hour'`) or `every` local days
+ * later at the start of the day in `tz` (`unit: 'day'`). Summaries and boards spread it over the periods in
+ * which its grants fell due.
+ */
+export interface GrantRun {
+  count: number;
+  unit: 'hour' | 'day';
+  every: number;
+  tz: string;
 }
 
 export interface StreakPeriodRow {
@@ -234,10 +248,13 @@ export interface BoostView {
 export interface Award {
   id: string;
   awarded: number;
+  /** When the award was made; for a run of time grants, when its first grant fell due. */
   date: string;
   total: number;
   trigger: PointsTriggerView;
   boosts?: BoostView[];
+  /** Present when the award is a run of time grants made at once (a user idle for a while). */
+  grants?: GrantRun;
 }
 
 export interface LevelView {

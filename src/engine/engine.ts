@@ -24,6 +24,7 @@ import { historyWindowStart, streakHistory, streakView, type StreakHistoryEntry 
 import type {
   AchievementView,
   Award,
+  AwardRow,
   CoreContext,
   Effects,
   EventInput,
@@ -33,6 +34,7 @@ import type {
   IdempotencyRecord,
   LevelView,
   LeaderboardView,
+  LedgerRow,
   PointsSystemView,
   PointsTriggerView,
   StreakPeriodRow,
@@ -48,7 +50,7 @@ import { createMemoryStore } from '../store/memory.js';
 import type { CommitResult, Store, VersionedState } from '../store/types.js';
 import { recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
 import { KeyedLock } from './lock.js';
-import { foldSummary, summaryPeriods, validateSummaryOptions, type SummaryOptions, type SummaryRow } from './summaries.js';
+import { foldSummary, spreadGrants, summaryPeriods, validateSummaryOptions, type DatedTotal, type SummaryOptions, type SummaryRow } from './summaries.js';
 
 /** Bounded optimistic-concurrency retries. */
 export interface RetryOptions {
@@ -565,7 +567,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const options = validateSummaryOptions(opts);
       const { state } = await loadOrThrow(userId);
       const view = viewState(config, state, context());
-      const pending = (view.awards.get(systemKey as string) ?? []).map((a) => ({ at: a.date, total: a.total }));
+      const pending = (view.awards.get(systemKey as string) ?? []).map((a) => ({ at: a.date, total: a.total, delta: a.awarded, grants: a.grants }));
       return summarise(userId, 'points', systemKey as string, options, view.tz, pending);
     },
 
@@ -721,15 +723,22 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     };
   }
 
-  async function summarise(userId: string, kind: 'metric' | 'points', key: string, options: SummaryOptions, tz: string, pending: { at: string; total: number }[]): Promise<SummaryRow[]> {
+  async function summarise(userId: string, kind: 'metric' | 'points', key: string, options: SummaryOptions, tz: string, pending: DatedTotal[]): Promise<SummaryRow[]> {
     const { starts, bounds } = summaryPeriods(options, tz, config.weekStartsOn);
     const from = bounds[0] as string;
     const to = bounds[bounds.length - 1] as string;
     const [before] = await store.readLedger({ userId, kind, key, to: from, order: 'desc', limit: 1 });
     const rows = await store.readLedger({ userId, kind, key, from, to, order: 'asc' });
-    const points = [...rows.map((r) => ({ at: r.at, total: r.total })), ...pending.filter((p) => p.at >= from && p.at < to)];
-    const baseline = pending.filter((p) => p.at < from).pop()?.total ?? before?.total ?? 0;
-    return foldSummary(starts, bounds, baseline, points);
+    const dated = (r: LedgerRow): DatedTotal => ({ at: r.at, total: r.total, delta: r.delta, grants: (r.data as AwardRow | null)?.grants });
+    // The row before the range may be a run of time grants reaching into it: spread it like the others.
+    const points = spreadGrants([...(before ? [dated(before)] : []), ...rows.map(dated), ...pending], bounds);
+    let baseline = 0;
+    const inside: { at: string; total: number }[] = [];
+    for (const p of points) {
+      if (p.at < from) baseline = p.total;
+      else if (p.at < to) inside.push(p);
+    }
+    return foldSummary(starts, bounds, baseline, inside);
   }
 
   function resolveRun(b: CompiledLeaderboard, run: string | undefined, today: string) {

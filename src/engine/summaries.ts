@@ -14,6 +14,8 @@ import {
   type WeekStart,
 } from '../core/calendar.js';
 import { decimalOf, subtractDecimal } from '../core/decimal.js';
+import { grantInstant, grantsBefore } from '../core/points.js';
+import type { GrantRun } from '../core/types.js';
 
 export type Aggregation = 'daily' | 'weekly' | 'monthly';
 
@@ -73,4 +75,38 @@ export function foldSummary(starts: readonly LocalDate[], bounds: readonly strin
     rows.push({ date: starts[p] as LocalDate, total, change: Number(subtractDecimal(decimalOf(total), decimalOf(opening))) });
   }
   return rows;
+}
+
+/** A dated running total; `grants` marks a run of time grants whose first grant is dated `at`. */
+export interface DatedTotal {
+  at: string;
+  total: number;
+  delta: number;
+  grants?: GrantRun | undefined;
+}
+
+/**
+ * Dated totals in time order, each run of time grants spread over the periods its grants fell in: for every
+ * bound, the total after the run's last grant before it (so at most one point per period and run, whatever
+ * the run's length), plus the run's last grant.
+ */
+export function spreadGrants(points: readonly DatedTotal[], bounds: readonly string[]): { at: string; total: number }[] {
+  const out: { at: string; total: number }[] = [];
+  for (const p of points) {
+    const run = p.grants;
+    if (!run || run.count <= 1) {
+      out.push({ at: p.at, total: p.total });
+      continue;
+    }
+    const each = p.delta / run.count;
+    const seen = new Set<number>();
+    const emit = (j: number) => {
+      if (j < 0 || seen.has(j)) return;
+      seen.add(j);
+      out.push({ at: new Date(grantInstant(p.at, run, j)).toISOString(), total: p.total - each * (run.count - 1 - j) });
+    };
+    for (const b of bounds) emit(grantsBefore(p.at, run, Date.parse(b)) - 1);
+    emit(run.count - 1);
+  }
+  return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
 }
