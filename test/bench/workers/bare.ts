@@ -1,0 +1,19 @@
+/**
+ * The bare baseline of the PostgreSQL bench: the same planned calls as record.ts (same users, values and
+ * count), each committed as one upsert statement through a pg Pool, 8 in flight. Prints one JSON line.
+ * argv: <schema> <calls>   (the table <schema>.bare_totals must exist)
+ */
+import pg from 'pg';
+import { drive, plan } from './shared.js';
+
+const schema = process.argv[2] as string;
+const calls = Number(process.argv[3] ?? 20_000);
+const pool = new pg.Pool({ connectionString: process.env.LAUREL_PG_URL, max: 8 });
+const sql = `INSERT INTO "${schema}".bare_totals AS t (user_id, total) VALUES ($1, $2) ON CONFLICT (user_id) DO UPDATE SET total = t.total + EXCLUDED.total`;
+const { event, mine } = plan(calls, 1);
+const timing = await drive(mine(0), 8, async (j) => {
+  const e = event(j);
+  await pool.query(sql, [e.userId, e.value]);
+});
+console.log(JSON.stringify({ worker: 0, applied: calls, replayed: 0, ...timing }));
+await pool.end();

@@ -1,0 +1,54 @@
+/**
+ * The configuration and the event plan of the bench's PostgreSQL workers: a copy of test/workers/shared.ts
+ * with the number of calls as a parameter (the test suite keeps its own copy).
+ */
+import { defineConfig } from '../../../src/index.js';
+
+export const multiConfig = defineConfig({
+  metrics: [{ key: 'lessons', name: 'Lessons' }],
+  achievements: [
+    { key: 'fifty', name: 'Fifty', trigger: 'metric', metricKey: 'lessons', metricValue: 50 },
+    { key: 'hundred', name: 'Hundred', trigger: 'metric', metricKey: 'lessons', metricValue: 100 },
+  ],
+  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { type: 'achievement', achievementKey: 'fifty', points: 100 }] }],
+  leaderboards: [{ key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2020-01-01' }],
+});
+
+export const USERS = 200;
+
+/**
+ * The plan of `events` calls: 80% distinct events, and event j + distinct repeats event j (same user, key and
+ * value), so 20% of the calls are duplicate keys. With several processes a duplicate goes to the next process.
+ */
+export function plan(events: number, processes: number) {
+  const distinct = Math.max(1, Math.round(events * 0.8));
+  const event = (j: number) => {
+    const d = j % distinct;
+    return { userId: `user-${d % USERS}`, key: `key-${d}`, value: 1 + (d % 3) };
+  };
+  const processOf = (j: number) => (j + Math.floor(j / distinct)) % processes;
+  /** The indexes of the calls worker `w` sends. */
+  const mine = (w: number) => Array.from({ length: events }, (_, j) => j).filter((j) => processes === 1 || processOf(j) === w);
+  return { event, mine };
+}
+
+/** Runs `call` over `items` with `inFlight` calls at a time; returns seconds and the sorted latencies (ms). */
+export async function drive<T>(items: readonly T[], inFlight: number, call: (item: T) => Promise<unknown>) {
+  let next = 0;
+  const latencies: number[] = [];
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < items.length) {
+        const item = items[next++] as T;
+        const s = performance.now();
+        await call(item);
+        latencies.push(performance.now() - s);
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? Number.NaN;
+  return { seconds, p50: pct(0.5), p99: pct(0.99) };
+}
