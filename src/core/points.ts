@@ -69,11 +69,13 @@ export function levelFor(system: CompiledPointsSystem, total: number): LevelView
 }
 
 /** Applies boosts active at `at` in the user's zone to a positive award; consumption is never boosted. */
-function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date): { amount: number; boosts: BoostView[] } {
-  if (raw <= 0 || system.boosts.length === 0) return { amount: raw, boosts: [] };
+const NO_BOOSTS: readonly BoostView[] = Object.freeze([]);
+
+function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date): { amount: number; boosts: readonly BoostView[] } {
+  if (raw <= 0 || system.boosts.length === 0) return { amount: raw, boosts: NO_BOOSTS };
   const date = at === step.now ? step.today : localDateOf(at, step.tz);
   const active = system.boosts.filter((b) => b.start <= date && (b.end === null || date <= b.end) && matchesFilter(b.userAttributes, step.state.user.attributes));
-  if (active.length === 0) return { amount: raw, boosts: [] };
+  if (active.length === 0) return { amount: raw, boosts: NO_BOOSTS };
   let amount = raw;
   for (const b of active) amount *= b.multiplier;
   // Stacked boosts multiply first and round once; with several rounding modes the first boost's applies.
@@ -101,7 +103,7 @@ export function award(step: Step, system: CompiledPointsSystem, trigger: Compile
   const date = at === step.now ? step.nowIso : at.toISOString();
   const made: Award = { id: step.newId(), awarded, date, total: next, trigger: triggerView(trigger) };
   const row: AwardRow = { trigger: trigger.id, type: trigger.type };
-  if (boosts.length > 0) made.boosts = row.boosts = boosts;
+  if (boosts.length > 0) made.boosts = row.boosts = boosts as BoostView[];
   let list = step.awards.get(system.key);
   if (!list) step.awards.set(system.key, (list = []));
   list.push(made);
@@ -297,11 +299,18 @@ export function eventPoints(step: Step): Record<string, EventPoints> {
     const awards = step.awards.get(system.key);
     if (!awards || awards.length === 0) continue;
     const total = pointsState(step.state, system.key).total;
+    let added = 0;
+    for (const a of awards) added += a.awarded;
     out[system.key] = {
-      ...systemView(system),
+      id: system.id,
+      key: system.key,
+      name: system.name,
+      description: system.description,
+      badgeUrl: system.badgeUrl,
+      maxPoints: system.maxPoints,
       total,
       level: levelFor(system, total),
-      added: awards.reduce((sum, a) => sum + a.awarded, 0),
+      added,
       awards,
     };
   }

@@ -94,9 +94,7 @@ function collectOwned(state: UserState, owned: Set<object>): void {
 
 /** A copy of a record with no prototype. */
 export function copyRecord<T>(src: Readonly<Record<string, T>>): Record<string, T> {
-  const out = record<T>();
-  for (const k in src) out[k] = src[k] as T;
-  return out;
+  return Object.assign(record<T>(), src);
 }
 
 type RecordField = 'metrics' | 'achievementProgress' | 'achievements' | 'leaderboards';
