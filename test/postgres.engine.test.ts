@@ -68,25 +68,36 @@ describe('the engine on PostgreSQL (PGlite)', () => {
     const engine = createEngine({ config, store });
     const results = await Promise.all(Array.from({ length: 200 }, (_, i) => engine.recordEvent('lessons', { user: { id: 'hot' }, value: 0.5 }, { idempotencyKey: `k${i % 120}` })));
     expect(results.filter((r) => !r.idempotentReplayed)).toHaveLength(120);
-    expect((await store.loadUser('hot'))?.state.metrics.lessons).toBe('60');
+    expect(Number((await store.loadUser('hot'))?.state.metrics.lessons)).toBe(60);
     expect(await store.readLedger({ userId: 'hot', kind: 'metric', key: 'lessons', order: 'asc' })).toHaveLength(120);
   }, 60_000);
 });
 
-/** A single-connection client over PGlite whose connection can be made to drop at its Nth statement. */
+/**
+ * A single-connection client over PGlite whose connection can be made to drop at its Nth statement: before
+ * sending it (`before`), or once it ran, its answer lost (`after`).
+ */
 function flakyClient() {
   let count = 0;
   let failAt = Number.POSITIVE_INFINITY;
+  let when: 'before' | 'after' = 'before';
   return {
-    failAt(n: number) {
+    failAt(n: number, at: 'before' | 'after' = 'before') {
       count = 0;
       failAt = n;
+      when = at;
     },
     heal() {
       failAt = Number.POSITIVE_INFINITY;
     },
+    get count() {
+      return count;
+    },
     async query(text: string, params?: unknown[]) {
-      if (++count === failAt) throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+      if (++count === failAt) {
+        if (when === 'after') await db.query(text, params);
+        throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+      }
       return db.query(text, params);
     },
   };
@@ -119,9 +130,7 @@ describe('faults', () => {
     await replay(reference, events);
     const expected = await snapshot(reference);
     const last = events[2] as Ev;
-    let failures = 0;
-    // The last call runs about 15 statements (load, idempotency lookup, BEGIN, writes, COMMIT, rank reads): drop at each.
-    for (let failAt = 1; failAt <= 30; failAt++) {
+    const setup = async () => {
       const client = flakyClient();
       const store = await pgStore(client as never, 'serial');
       let now = Date.parse('2026-01-05T08:00:00Z');
@@ -131,28 +140,49 @@ describe('faults', () => {
         await engine.recordEvent('lessons', { user: e.user, value: e.value }, { idempotencyKey: e.idempotencyKey as string });
       }
       now += last.gapMs;
-      const before = await snapshot(store);
-      client.failAt(failAt);
-      const outcome = await engine.recordEvent('lessons', { user: last.user, value: last.value }, { idempotencyKey: last.idempotencyKey as string }).then(
-        () => 'ok' as const,
-        (e: unknown) => e,
-      );
-      client.heal();
-      if (outcome !== 'ok') {
-        failures++;
-        // The store's own typed error, the driver's kept as its cause; a drop before or at COMMIT (the
-        // connection then answers ROLLBACK, so the outcome is read back at once) committed nothing.
-        expect(outcome).toBeInstanceOf(StorageUnavailableError);
-        expect((outcome as StorageUnavailableError).committed).toBe(false);
-        expect(((outcome as StorageUnavailableError).cause as Error).message).toBe('Connection terminated unexpectedly');
-        // All or nothing: a drop before COMMIT leaves the state as it was; a drop after it (while the engine
-        // reads ranks back) leaves the whole call applied. Never anything in between.
-        const after = await snapshot(store);
-        expect([JSON.stringify(before), JSON.stringify(expected)]).toContain(JSON.stringify(after));
-        await engine.recordEvent('lessons', { user: last.user, value: last.value }, { idempotencyKey: last.idempotencyKey as string });
+      const call = () => engine.recordEvent('lessons', { user: last.user, value: last.value }, { idempotencyKey: last.idempotencyKey as string });
+      return { client, store, call };
+    };
+    // The statements the last call runs on a healthy connection: one load (state and idempotency record
+    // together) and one commit statement; every one of them is a place to drop the connection.
+    const healthy = await setup();
+    healthy.client.failAt(Number.POSITIVE_INFINITY);
+    const response = await healthy.call();
+    const statements = healthy.client.count;
+    expect(statements).toBe(2);
+    let failures = 0;
+    for (const at of ['before', 'after'] as const) {
+      for (let failAt = 1; failAt <= statements + 1; failAt++) {
+        const { client, store, call } = await setup();
+        const before = await snapshot(store);
+        client.failAt(failAt, at);
+        const outcome = await call().then(
+          (r) => r,
+          (e: unknown) => e,
+        );
+        client.heal();
+        if (outcome instanceof Error) {
+          failures++;
+          // The store's own typed error, the driver's kept as its cause. A drop of a read, or of the commit
+          // before it was sent (the live connection then answers, so the outcome is read back at once),
+          // committed nothing.
+          expect(outcome).toBeInstanceOf(StorageUnavailableError);
+          expect((outcome as StorageUnavailableError).committed).toBe(false);
+          expect(((outcome as StorageUnavailableError).cause as Error).message).toBe('Connection terminated unexpectedly');
+          expect(await snapshot(store)).toEqual(before);
+          await call();
+        } else if (at === 'after' && failAt === statements) {
+          // The commit ran and its answer was lost: read back as committed, the call succeeds; its ranks, lost
+          // with the answer, read null.
+          expect(withoutIds(outcome)).toEqual(withoutIds({ ...response, leaderboards: Object.fromEntries(Object.entries(response.leaderboards).map(([k, b]) => [k, { ...b, rank: null, previousRank: null }])) }));
+        } else {
+          expect(failAt).toBe(statements + 1);
+          expect(outcome).toEqual(response);
+        }
+        expect(await snapshot(store)).toEqual(expected);
       }
-      expect(await snapshot(store)).toEqual(expected);
     }
-    expect(failures).toBeGreaterThan(10);
+    // Every statement of the call, dropped before it was sent, and the load, dropped after it ran, fail the call.
+    expect(failures).toBe(statements + 1);
   }, 120_000);
 });

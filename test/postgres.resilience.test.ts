@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL store when things break, without a server (PGlite) and, when LAUREL_PG_URL is set, on a real
- * one: typed errors from every method, commits whose COMMIT broke (read back: committed, not committed,
- * unknown), and single-connection mode keeping other calls out of an open transaction.
+ * one: typed errors from every method, commits whose statement's answer was lost (read back: committed, not
+ * committed, unknown), and single-connection mode keeping calls from seeing each other's failed writes.
  */
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
@@ -89,10 +89,15 @@ describe('typed failures', () => {
   });
 });
 
+/** The statement that applies commits (one per `commit` or `commitBatch` call). */
+const isCommitStatement = (text: string) => text.includes('.commit_batch(');
+
 /**
- * A client over PGlite whose COMMIT can be made to fail: `before` fails without sending it (the transaction is
- * then rolled back), `after` sends it and fails once it is done (it committed), `dead` is `after` with every
- * later statement failing too (the connection is gone). `during` runs between the COMMIT and the failure.
+ * A client over PGlite whose commit can be made to fail: `before` fails without running it (nothing is
+ * committed), `after` runs it and fails once it is done (it committed), `dead` is `after` with every later
+ * statement failing too (the connection is gone). `during` runs between the commit and the failure. In
+ * `serial` mode the fault hits the commit statement; in `pglite` mode it hits PGlite's COMMIT (the store runs
+ * the statement in `transaction()`), where `before` rolls the statement back.
  */
 function commitFaults(mode: 'pglite' | 'serial') {
   let fault: null | 'before' | 'after' | 'dead' = null;
@@ -100,7 +105,7 @@ function commitFaults(mode: 'pglite' | 'serial') {
   let during: (() => Promise<unknown>) | null = null;
   const query = async (text: string, params?: unknown[]): Promise<QueryResult> => {
     if (dead) throw dropped();
-    if (text === 'COMMIT' && fault) {
+    if (mode === 'serial' && isCommitStatement(text) && fault) {
       const f = fault;
       fault = null;
       if (f === 'before') throw dropped();
@@ -138,7 +143,7 @@ function commitFaults(mode: 'pglite' | 'serial') {
   };
 }
 
-describe('a commit whose COMMIT broke is read back', () => {
+describe('a commit whose answer was lost is read back', () => {
   for (const mode of ['pglite', 'serial'] as const) {
     describe(mode, () => {
       async function setup() {
@@ -153,11 +158,12 @@ describe('a commit whose COMMIT broke is read back', () => {
         return { faults, store, direct };
       }
 
-      it('committed: the call succeeds with the ranks computed in the transaction', async () => {
+      it('committed: the call succeeds; the ranks, lost with the answer, read null (ranksUnavailable)', async () => {
         const { faults, store } = await setup();
         faults.arm('after');
         const result = await store.commit(commitOf('u', 1, { value: 5 }));
-        expect(result).toEqual({ version: 2, ranks: [{ index: 'board', userId: 'u', previousRank: 2, rank: 1, previousValue: 1, value: 5 }] });
+        expect(result).toEqual({ version: 2, ranks: [{ index: 'board', userId: 'u', previousRank: null, rank: null, previousValue: null, value: 5 }], ranksUnavailable: true });
+        expect((await store.getEntry('board', 'u'))?.rank).toBe(1);
         expect((await store.loadUser('u'))?.version).toBe(2);
         expect(await store.getIdempotencyRecord('u', 'lessons', 'k1')).not.toBeNull();
       });
@@ -191,7 +197,7 @@ describe('a commit whose COMMIT broke is read back', () => {
 
       it('newer commits replaced the token: the idempotency record or the first ledger row tells', async () => {
         const { faults, store, direct } = await setup();
-        // Another process commits versions 3 and 4 between our COMMIT and its failure.
+        // Another process commits versions 3 and 4 between our commit and its failure.
         faults.arm('after', async () => {
           await direct.commit(commitOf('u', 2));
           await direct.commit(commitOf('u', 3));
@@ -208,7 +214,7 @@ describe('a commit whose COMMIT broke is read back', () => {
     });
   }
 
-  it('serial mode with a connect factory: after the connection died at COMMIT, the outcome is read on a new connection', async () => {
+  it('serial mode with a connect factory: after the connection died during the commit, the outcome is read on a new connection', async () => {
     let opened = 0;
     let fault: 'after' | 'before' | null = null;
     const factory = () => {
@@ -220,12 +226,11 @@ describe('a commit whose COMMIT broke is read back', () => {
         end: async () => undefined,
         query: async (text: string, params?: unknown[]) => {
           if (conn.dead) throw dropped();
-          if (text === 'COMMIT' && fault) {
+          if (isCommitStatement(text) && fault) {
             const f = fault;
             fault = null;
             conn.dead = true;
-            if (f === 'after') await db.query('COMMIT');
-            else await db.query('ROLLBACK');
+            if (f === 'after') await db.query(text, params);
             throw dropped();
           }
           return db.query(text, params) as Promise<QueryResult>;
@@ -248,11 +253,11 @@ describe('a commit whose COMMIT broke is read back', () => {
   });
 });
 
-describe.skipIf(!PG_URL)('a commit whose COMMIT broke, on a server (pg Pool)', () => {
+describe.skipIf(!PG_URL)('a commit whose answer was lost, on a server (pg Pool)', () => {
   const pool = new pg.Pool({ connectionString: PG_URL, max: 4 });
   afterAll(() => pool.end());
 
-  /** A pool whose checked-out connections fail at COMMIT as armed; the real connection is then discarded. */
+  /** A pool whose checked-out connections fail at the commit statement as armed; the real connection is then discarded. */
   function faultyPool() {
     let fault: null | 'before' | 'after' = null;
     const client = {
@@ -266,11 +271,11 @@ describe.skipIf(!PG_URL)('a commit whose COMMIT broke, on a server (pg Pool)', (
           removeListener: (event: string, listener: (...a: unknown[]) => void) => conn.removeListener(event, listener),
           release: (err?: Error | boolean) => conn.release(err),
           query: async (text: string, params?: unknown[]) => {
-            if (text === 'COMMIT' && fault) {
+            if (isCommitStatement(text) && fault) {
               const f = fault;
               fault = null;
               if (f === 'before') throw dropped();
-              await conn.query(text);
+              await conn.query(text, params);
               throw dropped();
             }
             return conn.query(text, params);
@@ -287,7 +292,7 @@ describe.skipIf(!PG_URL)('a commit whose COMMIT broke, on a server (pg Pool)', (
     await store.migrate();
     await store.commit(commitOf('u', 0));
     faults.arm('after');
-    expect(await store.commit(commitOf('u', 1, { value: 3 }))).toEqual({ version: 2, ranks: [{ index: 'board', userId: 'u', previousRank: 1, rank: 1, previousValue: 1, value: 3 }] });
+    expect(await store.commit(commitOf('u', 1, { value: 3 }))).toEqual({ version: 2, ranks: [{ index: 'board', userId: 'u', previousRank: null, rank: null, previousValue: null, value: 3 }], ranksUnavailable: true });
     faults.arm('before');
     const e = await rejection(store.commit(commitOf('u', 2)));
     expect(e).toBeInstanceOf(StorageUnavailableError);

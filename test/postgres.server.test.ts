@@ -10,6 +10,12 @@ import { describeStoreConformance, sequentialIds } from '../src/testing/index.js
 import { PG_URL, REDIS_URL, uniq } from './servers.js';
 import { DISTINCT, multiConfig, plannedEvent, PROCESSES, USERS } from './workers/shared.js';
 
+/** An award row's trigger type: compact rows (0.2) name it, older rows hold the whole award. */
+const awardType = (data: unknown) => {
+  const d = data as { type?: string; trigger?: string | { type?: string } };
+  return typeof d.trigger === 'string' ? d.type : d.trigger?.type;
+};
+
 const run = promisify(execFile);
 
 describe.skipIf(!PG_URL)('PostgreSQL server (needs LAUREL_PG_URL)', () => {
@@ -30,12 +36,13 @@ describe.skipIf(!PG_URL)('PostgreSQL server (needs LAUREL_PG_URL)', () => {
 
   it('a backend killed mid-commit (pg_terminate_backend) leaves no partial state; the retry completes the call', async () => {
     const schema = uniq('kill');
-    // One connection, so the backend to kill is known; a hook kills it between two statements of a commit.
-    // No 'error' listeners of the test's own: the store's (forwarded by the wrappers) must be enough.
+    // One connection, so the backend to kill is known. The commit is one statement: a second connection holds
+    // the lock of the user's leaderboard entry, so the statement, having written the user's row, waits there;
+    // then its backend is terminated. No 'error' listeners of the test's own: the store's must be enough.
     const single = new pg.Pool({ connectionString: PG_URL, max: 1 });
-    const killer = new pg.Pool({ connectionString: PG_URL, max: 1 });
+    const killer = new pg.Pool({ connectionString: PG_URL, max: 2 });
     let armed = false;
-    let statements = 0;
+    let killedWhileWaiting = false;
     const client = {
       totalCount: 0,
       on: (event: string, listener: (...a: unknown[]) => void) => single.on(event as 'error', listener),
@@ -48,11 +55,23 @@ describe.skipIf(!PG_URL)('PostgreSQL server (needs LAUREL_PG_URL)', () => {
           on: (event: string, listener: (...a: unknown[]) => void) => conn.on(event as 'error', listener),
           removeListener: (event: string, listener: (...a: unknown[]) => void) => conn.removeListener(event, listener),
           query: async (text: string, params?: unknown[]) => {
-            if (armed && ++statements === 6) {
-              armed = false;
-              await killer.query('SELECT pg_terminate_backend($1)', [pid]);
+            if (!armed || !text.includes('.commit_batch(')) return conn.query(text, params);
+            armed = false;
+            const blocker = await killer.connect();
+            await blocker.query('BEGIN');
+            await blocker.query(`SELECT 1 FROM "${schema}".entries WHERE idx = $1 AND user_id = $2 FOR UPDATE`, ['lb|all|2020-01-01|', 'k']);
+            const running = conn.query(text, params);
+            running.catch(() => undefined);
+            for (let i = 0; i < 500 && !killedWhileWaiting; i++) {
+              const r = await killer.query(`SELECT wait_event_type, query FROM pg_stat_activity WHERE pid = $1`, [pid]);
+              if (r.rows[0]?.wait_event_type === 'Lock' && String(r.rows[0]?.query).includes('commit_batch')) {
+                await killer.query('SELECT pg_terminate_backend($1)', [pid]);
+                killedWhileWaiting = true;
+              } else await new Promise((resolve) => setTimeout(resolve, 10));
             }
-            return conn.query(text, params);
+            await blocker.query('ROLLBACK');
+            blocker.release();
+            return running;
           },
           release: (err?: Error | boolean) => conn.release(err),
         };
@@ -68,6 +87,7 @@ describe.skipIf(!PG_URL)('PostgreSQL server (needs LAUREL_PG_URL)', () => {
     const before = await store.loadUser('k');
     armed = true;
     await expect(engine.recordEvent('lessons', { user: { id: 'k' }, value: 1 }, { idempotencyKey: 'b' })).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE', committed: false });
+    expect(killedWhileWaiting).toBe(true);
     expect(await store.loadUser('k')).toEqual(before);
     expect(await store.readLedger({ userId: 'k', kind: 'points', key: 'xp', order: 'asc' })).toHaveLength(1);
     expect(await store.getIdempotencyRecord('k', 'lessons', 'b')).toBeNull();
@@ -157,7 +177,7 @@ describe.skipIf(!PG_URL)('PostgreSQL server (needs LAUREL_PG_URL)', () => {
       expect(await store.readLedger({ userId: s.user.id, kind: 'metric', key: 'lessons', order: 'asc' })).toHaveLength(DISTINCT / USERS);
       const awards = await store.readLedger({ userId: s.user.id, kind: 'points', key: 'xp', order: 'asc' });
       expect(awards.reduce((sum, a) => sum + a.delta, 0)).toBe(total * 10 + (total >= 50 ? 100 : 0));
-      expect(awards.filter((a) => (a.data as { trigger: { type: string } }).trigger.type === 'achievement')).toHaveLength(total >= 50 ? 1 : 0);
+      expect(awards.filter((a) => awardType(a.data) === 'achievement')).toHaveLength(total >= 50 ? 1 : 0);
       expect(s.points.xp?.total).toBe(total * 10 + (total >= 50 ? 100 : 0));
       if (s.achievements.fifty) fifty++;
       if (s.achievements.hundred) hundred++;

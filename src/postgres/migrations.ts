@@ -89,4 +89,184 @@ CREATE INDEX IF NOT EXISTS entries_order ON "{{schema}}".entries (idx, neg_value
 DROP INDEX IF EXISTS "{{schema}}".entries_rank;
 `,
   },
+  {
+    id: '003_commit_batch',
+    sql: `-- Laurel schema, version 3. "{{schema}}" is replaced by the store's schema name (default "laurel").
+
+-- commit_batch(commits, token, sql_ranks): the store's commits (its Commit objects as one JSON array) applied
+-- in order by one statement, so that a commit is one round trip and, outside an explicit transaction, one
+-- transaction. Each commit is atomic on its own: every check that can refuse it (the user's version, its
+-- idempotency key, an earlier refused commit of the same user in the batch) runs before its first write, so
+-- a refused commit changes nothing and needs no subtransaction. Every write of a user's row stores the token,
+-- by which a caller whose connection broke reads back whether the statement committed.
+-- Locks: the users of a batch of several commits are locked first, in id order; counters are written last,
+-- once per name, in name order; so batches running side by side cannot deadlock on them.
+-- Ranks (sql_ranks) as counted before: 1 + the entries before the entry in (-value, reached_at, user id by
+-- UTF-16 code units) order; one rank-history row per (index, user, date), whose first write of the day keeps
+-- the previous rank and value. thresholdRank: the value at that rank after the write, 0 if there is none.
+-- Returns one element per commit: {"conflict": "version" | "idempotency"}, or {"ranks": [...]} with one
+-- [previous rank, rank, previous value, threshold] per leaderboard write (values as text, so -0 and every
+-- digit survive; nulls where a mode or write has none).
+CREATE OR REPLACE FUNCTION "{{schema}}".commit_batch(commits jsonb, token text, sql_ranks boolean) RETURNS jsonb
+  LANGUAGE plpgsql
+  AS $fn$
+DECLARE
+  c jsonb;
+  ci bigint;
+  w jsonb;
+  uid text;
+  expected integer;
+  idem jsonb;
+  ikey text;
+  n bigint;
+  used text[] := '{}';
+  refused text[] := '{}';
+  applied bigint[] := '{}';
+  results jsonb[] := '{}';
+  ranks jsonb[];
+  w_index text;
+  w_user text;
+  w_value double precision;
+  w_remove boolean;
+  w_unranked boolean;
+  prev_rank bigint;
+  prev_value double precision;
+  new_rank bigint;
+  thr double precision;
+BEGIN
+  IF jsonb_array_length(commits) > 1 THEN
+    PERFORM 1 FROM "{{schema}}".users
+      WHERE user_id = ANY (ARRAY(SELECT DISTINCT x->>'userId' FROM jsonb_array_elements(commits) AS x))
+      ORDER BY user_id FOR UPDATE;
+  END IF;
+
+  FOR c, ci IN SELECT x.e, x.i FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i) LOOP
+    uid := c->>'userId';
+    expected := (c->>'expectedVersion')::integer;
+    idem := CASE WHEN jsonb_typeof(c->'idempotency') = 'object' THEN c->'idempotency' END;
+
+    -- A user's later commits were computed from the refused one: refused as well.
+    IF uid = ANY (refused) THEN
+      results := array_append(results, '{"conflict": "version"}'::jsonb);
+      CONTINUE;
+    END IF;
+
+    IF idem IS NOT NULL THEN
+      ikey := jsonb_build_array(uid, idem->>'metricKey', idem->>'key')::text;
+      IF ikey = ANY (used) OR EXISTS (SELECT 1 FROM "{{schema}}".idempotency WHERE user_id = uid AND metric_key = idem->>'metricKey' AND key = idem->>'key') THEN
+        refused := array_append(refused, uid);
+        -- A stale version is reported as such, as the version is checked first.
+        IF coalesce((SELECT version FROM "{{schema}}".users WHERE user_id = uid), 0) <> expected THEN
+          results := array_append(results, '{"conflict": "version"}'::jsonb);
+        ELSE
+          results := array_append(results, '{"conflict": "idempotency"}'::jsonb);
+        END IF;
+        CONTINUE;
+      END IF;
+    END IF;
+
+    IF expected = 0 THEN
+      INSERT INTO "{{schema}}".users (user_id, version, state, commit_id) VALUES (uid, 1, c->'state', token) ON CONFLICT (user_id) DO NOTHING;
+    ELSE
+      UPDATE "{{schema}}".users SET version = version + 1, state = c->'state', commit_id = token WHERE user_id = uid AND version = expected;
+    END IF;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n <> 1 THEN
+      refused := array_append(refused, uid);
+      results := array_append(results, '{"conflict": "version"}'::jsonb);
+      CONTINUE;
+    END IF;
+    IF idem IS NOT NULL THEN
+      used := array_append(used, ikey);
+    END IF;
+    applied := array_append(applied, ci);
+
+    ranks := '{}';
+    FOR w IN SELECT x FROM jsonb_array_elements(c->'leaderboard') AS x LOOP
+      w_index := w->>'index';
+      w_user := w->>'userId';
+      w_remove := coalesce((w->>'remove')::boolean, false);
+      w_unranked := coalesce((w->>'unranked')::boolean, false);
+      w_value := CASE WHEN w_remove THEN NULL ELSE (w->>'value')::double precision END;
+      prev_rank := NULL;
+      prev_value := NULL;
+      new_rank := NULL;
+      thr := NULL;
+      IF w_unranked OR NOT sql_ranks THEN
+        -- Entries only: no rank counting, no history.
+        IF NOT w_unranked THEN
+          SELECT e.value INTO prev_value FROM "{{schema}}".entries e WHERE e.idx = w_index AND e.user_id = w_user;
+        END IF;
+        IF w_remove THEN
+          DELETE FROM "{{schema}}".entries WHERE idx = w_index AND user_id = w_user;
+        ELSE
+          INSERT INTO "{{schema}}".entries (idx, user_id, value, neg_value, reached_at) VALUES (w_index, w_user, w_value, -w_value, w->>'reachedAt')
+            ON CONFLICT (idx, user_id) DO UPDATE SET value = EXCLUDED.value, neg_value = EXCLUDED.neg_value, reached_at = EXCLUDED.reached_at;
+        END IF;
+      ELSE
+        SELECT e.value, (SELECT count(*) FROM "{{schema}}".entries x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16)) + 1
+          INTO prev_value, prev_rank
+          FROM "{{schema}}".entries e WHERE e.idx = w_index AND e.user_id = w_user;
+        IF w_remove THEN
+          DELETE FROM "{{schema}}".entries WHERE idx = w_index AND user_id = w_user;
+        ELSE
+          INSERT INTO "{{schema}}".entries (idx, user_id, value, neg_value, reached_at) VALUES (w_index, w_user, w_value, -w_value, w->>'reachedAt')
+            ON CONFLICT (idx, user_id) DO UPDATE SET value = EXCLUDED.value, neg_value = EXCLUDED.neg_value, reached_at = EXCLUDED.reached_at;
+          SELECT count(*) + 1 INTO new_rank FROM "{{schema}}".entries x
+            WHERE x.idx = w_index AND (x.neg_value, x.reached_at, x.user_utf16) < (-w_value, w->>'reachedAt', "{{schema}}".utf16_hex(w_user));
+        END IF;
+        -- The first write of a day keeps its previous rank and value; every write sets the current ones.
+        INSERT INTO "{{schema}}".rank_history (idx, user_id, date, previous_rank, rank, previous_value, value)
+          VALUES (w_index, w_user, w->>'date', prev_rank, new_rank, prev_value, w_value)
+          ON CONFLICT (idx, user_id, date) DO UPDATE SET rank = EXCLUDED.rank, value = EXCLUDED.value;
+      END IF;
+      IF sql_ranks AND jsonb_typeof(w->'thresholdRank') = 'number' THEN
+        IF (w->>'thresholdRank')::numeric >= 1 THEN
+          SELECT e.value INTO thr FROM "{{schema}}".entries e WHERE e.idx = w_index
+            ORDER BY e.neg_value, e.reached_at, e.user_utf16 OFFSET floor((w->>'thresholdRank')::numeric) - 1 LIMIT 1;
+        END IF;
+        thr := coalesce(thr, 0);
+      END IF;
+      ranks := array_append(ranks, jsonb_build_array(prev_rank, new_rank, prev_value::text, thr::text));
+    END LOOP;
+    results := array_append(results, jsonb_build_object('ranks', to_jsonb(ranks)));
+  END LOOP;
+
+  IF cardinality(applied) > 0 THEN
+    -- Ledger rows of the applied commits in one statement, in order (seq follows it).
+    INSERT INTO "{{schema}}".ledger (id, user_id, kind, key, at, delta, total, data)
+      SELECT r.id, r."userId", r.kind, r.key, r.at, r.delta, r.total, r.data
+      FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i),
+        ROWS FROM (jsonb_to_recordset(x.e->'ledger') AS (id text, "userId" text, kind text, key text, at text, delta double precision, total double precision, data jsonb)) WITH ORDINALITY AS r
+      WHERE x.i = ANY (applied)
+      ORDER BY x.i, r.ordinality;
+    -- Idempotency records under their primary key. The checks above cannot miss one that another
+    -- transaction wrote (it had to hold the user's row first); should one be found here anyway, the whole
+    -- statement is refused as a serialization failure, which changes nothing.
+    IF cardinality(used) > 0 THEN
+      INSERT INTO "{{schema}}".idempotency (user_id, metric_key, key, event_id, at)
+        SELECT x.e->>'userId', x.e->'idempotency'->>'metricKey', x.e->'idempotency'->>'key', x.e->'idempotency'->>'eventId', x.e->'idempotency'->>'at'
+        FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i)
+        WHERE x.i = ANY (applied) AND jsonb_typeof(x.e->'idempotency') = 'object'
+        ON CONFLICT DO NOTHING;
+      GET DIAGNOSTICS n = ROW_COUNT;
+      IF n <> cardinality(used) THEN
+        RAISE EXCEPTION 'an idempotency record of this batch was written concurrently' USING ERRCODE = '40001';
+      END IF;
+    END IF;
+    -- Counters last, summed per name and locked in name order.
+    INSERT INTO "{{schema}}".counters (name, value)
+      SELECT k.key, sum(k.value::bigint)::bigint
+      FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i), jsonb_each_text(x.e->'counters') AS k
+      WHERE x.i = ANY (applied)
+      GROUP BY k.key
+      ORDER BY k.key COLLATE "C"
+      ON CONFLICT (name) DO UPDATE SET value = "{{schema}}".counters.value + EXCLUDED.value;
+  END IF;
+
+  RETURN to_jsonb(results);
+END
+$fn$;
+`,
+  },
 ];

@@ -1,18 +1,25 @@
 /**
  * `createPostgresStore`: the Laurel store on PostgreSQL, over any client with `query(text, params)`: a `pg`
- * Pool in production, PGlite in tests and small apps, or one connection. Each commit is one transaction:
- * versioned state update, idempotency record under a unique key, ledger rows, leaderboard entries, counters.
+ * Pool in production, PGlite in tests and small apps, or one connection.
+ *
+ * Round trips: `loadForEvents` reads states and idempotency records in one statement; `commit` and
+ * `commitBatch` are one statement each, `commit_batch(commits jsonb, ...)` (migration 003), which applies the
+ * commits in order, each atomic on its own (versioned state update, idempotency record under a unique key,
+ * ledger rows, leaderboard entries with ranks, rank history and thresholds, counters) and returns every
+ * commit's outcome. Outside an explicit transaction one statement is one transaction: no BEGIN or COMMIT.
  *
  * Failures: a version or idempotency race is a `ConflictError` (as are serialization failures and
  * deadlocks); anything else any method meets (a dropped connection, a server that is down or restarting, a
  * driver error) is a `StorageUnavailableError` with the driver's error as `cause`. Broken connections are
- * discarded, so calls succeed again as soon as the server is back. A commit whose connection broke while
- * COMMIT was in flight is read back (by the random token it wrote into the user's row) before it is
- * reported: committed means success, anything else `committed: false`, or `'unknown'` if it could not be read.
+ * discarded, so calls succeed again as soon as the server is back. A commit whose connection broke while its
+ * statement was in flight (no verdict from the server) is read back, once the broken connection's server
+ * process is gone, by the random token its statement wrote into the users' rows: committed means success
+ * (with `ranksUnavailable`, as the ranks were in the lost answer), anything else `committed: false`, or
+ * `'unknown'` if it could not be read.
  */
 import { ConflictError, isLaurelError, storageError, StorageUnavailableError, ValidationError, type LaurelError } from '../errors.js';
 import type { IdempotencyRecord, LedgerRow } from '../core/types.js';
-import type { Commit, CommitResult, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
+import type { BatchCommitOutcome, Commit, CommitResult, EventLoad, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
 import { MIGRATIONS } from './migrations.js';
 
 /** The result shape shared by `pg` (`rowCount`) and PGlite (`affectedRows`). */
@@ -52,9 +59,10 @@ export interface PostgresStoreOptions {
   /** Schema holding Laurel's tables (default `laurel`). Letters, digits and `_` only. */
   schema?: string;
   /**
-   * How transactions run. `pool`: each on a connection checked out of a `pg` Pool. `pglite`: PGlite's
-   * `transaction()`. `serial`: BEGIN/COMMIT on the one connection given; every use of that connection (reads
-   * included) is queued, one at a time. Default: detected (`serial` when `connect` is given).
+   * How statements run. `pool`: a commit on a connection checked out of a `pg` Pool (its one statement is its
+   * transaction). `pglite`: on PGlite (migrations in its `transaction()`). `serial`: on the one connection
+   * given; every use of that connection (reads included) is queued, one at a time. Default: detected
+   * (`serial` when `connect` is given).
    */
   transactions?: 'pool' | 'pglite' | 'serial';
   /**
@@ -70,8 +78,9 @@ export interface PostgresStoreOptions {
    */
   onError?: (error: unknown) => void;
   /**
-   * How long (ms) a commit whose connection broke during COMMIT keeps trying to read back whether it was
-   * committed, before it reports `StorageUnavailableError` with `committed: 'unknown'` (default 5000).
+   * How long (ms) a commit whose connection broke while its statement was in flight keeps trying to read back
+   * whether it was committed, before it reports `StorageUnavailableError` with `committed: 'unknown'`
+   * (default 5000).
    */
   verifyTimeoutMs?: number;
 }
@@ -96,6 +105,49 @@ const isSerialization = (error: unknown) => typeof codeOf(error) === 'string' &&
 /** An error reported by the server (it has a severity); anything else is the driver's or the socket's. */
 const isServerError = (error: unknown) => typeof error === 'object' && error !== null && typeof (error as { severity?: unknown }).severity === 'string';
 const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)));
+/**
+ * The server's verdict on a statement that failed: it was rolled back and the connection stays usable (an
+ * ERROR). A fatal error (the backend is terminating, e.g. 57P01) or a driver or socket error says nothing
+ * about whether an autocommitted statement committed.
+ */
+const isVerdict = (error: unknown) => {
+  if (!isServerError(error)) return false;
+  const code = String(codeOf(error));
+  const severity = (error as { severity?: unknown }).severity;
+  return severity !== 'FATAL' && severity !== 'PANIC' && !code.startsWith('57P') && !code.startsWith('08');
+};
+
+/**
+ * Splits a migration into statements at semicolons outside quotes, dollar quotes (function bodies) and
+ * comments; pieces that hold only comments are dropped.
+ */
+const DOLLAR_TAG = /^\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/;
+function splitStatements(sql: string): string[] {
+  const out: string[] = [];
+  let start = 0;
+  let i = 0;
+  const skipTo = (needle: string, from: number) => {
+    const end = sql.indexOf(needle, from);
+    return end < 0 ? sql.length : end + needle.length;
+  };
+  while (i < sql.length) {
+    const ch = sql[i];
+    if (ch === '-' && sql[i + 1] === '-') i = skipTo('\n', i);
+    else if (ch === "'" || ch === '"') i = skipTo(ch, i + 1); // a doubled quote reads as two quoted pieces
+    else if (ch === '$' && DOLLAR_TAG.test(sql.slice(i, i + 64))) {
+      const tag = (DOLLAR_TAG.exec(sql.slice(i, i + 64)) as RegExpExecArray)[0];
+      i = skipTo(tag, i + tag.length);
+    } else {
+      if (ch === ';') {
+        out.push(sql.slice(start, i));
+        start = i + 1;
+      }
+      i++;
+    }
+  }
+  out.push(sql.slice(start));
+  return out.map((st) => st.trim()).filter((st) => st.replace(/^\s*--.*$/gm, '').trim() !== '');
+}
 
 type Listener = (...args: unknown[]) => void;
 /** The event-emitter methods of `pg` clients and pools, used when present. */
@@ -121,16 +173,21 @@ function watchPool(pool: Emitter & object, report: ((error: unknown) => void) | 
   if (report) handlers.add(report);
 }
 
-/** What a commit needs to find out, after a broken COMMIT, whether it happened. */
+/** What a commit needs to find out, after its statement's answer was lost, whether it was applied. */
 interface CommitProbe {
   userId: string;
   version: number;
-  token: string;
   idempotency: { metricKey: string; key: string; eventId: string } | null;
   ledger: { kind: string; key: string; at: string; id: string } | null;
 }
 
 /** The single connection of `serial` mode, with what the store knows about its health. */
+/** Per commit of a statement whose answer was lost: applied, not applied, or cannot tell (null). */
+type Applied = (boolean | null)[];
+
+/** One commit's outcome as `commit_batch` returns it (values as text; see migration 003). */
+type SqlOutcome = { conflict: 'version' | 'idempotency' } | { ranks: [number | null, number | null, string | null, string | null][] };
+
 interface Session {
   q: Queryable;
   pid: number | undefined;
@@ -270,12 +327,13 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   }
 
   /**
-   * After a COMMIT that failed without a server verdict: whether it happened. Resolves when it did; throws
-   * `StorageUnavailableError` with `committed: false` when it did not, `'unknown'` when that could not be read.
-   * `reader` gives a connection to read on; `pid` is the broken connection's server process, which must be
-   * gone before its transaction's outcome is final.
+   * After a commit statement that failed without a server verdict: whether it was committed. Resolves with
+   * what each commit of it did when it was committed; throws `StorageUnavailableError` with
+   * `committed: false` when it was not, `'unknown'` when that could not be read. `reader` gives a connection
+   * to read on; `pid` is the broken connection's server process, which must be gone before its
+   * transaction's outcome is final.
    */
-  async function settle(method: string, cause: unknown, probe: CommitProbe, reader: () => Promise<Queryable | null>, pid: number | undefined): Promise<void> {
+  async function settle(method: string, cause: unknown, check: (q: Queryable) => Promise<Applied>, reader: () => Promise<Queryable | null>, pid: number | undefined): Promise<Applied> {
     const deadline = Date.now() + verifyTimeoutMs;
     let delay = 25;
     let last: unknown = cause;
@@ -288,9 +346,9 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         else {
           const busy = pid !== undefined && Boolean((await q.query(`SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND pid <> pg_backend_pid()) AS busy`, [pid])).rows[0]?.busy);
           if (!busy) {
-            const committed = await wasCommitted(q, probe);
-            if (committed === true) return;
-            if (committed === false) throw new StorageUnavailableError(`PostgreSQL store: ${method} failed: ${messageOf(cause)} (read back: not committed)`, { cause, committed: false });
+            const applied = await check(q);
+            if (applied.includes(true)) return applied;
+            if (applied.every((a) => a === false)) throw new StorageUnavailableError(`PostgreSQL store: ${method} failed: ${messageOf(cause)} (read back: not committed)`, { cause, committed: false });
             last = new Error('newer commits replaced the token and the commit left no record to look up');
             break;
           }
@@ -310,23 +368,32 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     });
   }
 
-  /** True/false: the commit happened / did not; null: cannot tell (newer commits, nothing else to look up). */
-  async function wasCommitted(q: Queryable, p: CommitProbe): Promise<boolean | null> {
-    const row = (await q.query(`SELECT version, commit_id FROM ${t('users')} WHERE user_id = $1`, [p.userId])).rows[0];
-    const version = row ? num(row.version) : 0;
-    // Each version is written by exactly one commit: below ours, ours did not happen; at ours, the token says.
-    if (version < p.version) return false;
-    if (version === p.version) return row?.commit_id === p.token;
-    // Newer commits replaced the token: look for what ours wrote under a unique key.
-    if (p.idempotency) {
-      const r = await q.query(`SELECT event_id FROM ${t('idempotency')} WHERE user_id = $1 AND metric_key = $2 AND key = $3`, [p.userId, p.idempotency.metricKey, p.idempotency.key]);
-      return r.rows[0] !== undefined && String(r.rows[0].event_id) === p.idempotency.eventId;
+  /**
+   * Which commits of a statement that wrote `token` are applied: true/false, or null when that cannot be told
+   * (newer commits replaced the token and the commit left nothing to look up under a unique key). Any true
+   * means the statement committed; all false, that nothing of it is stored.
+   */
+  async function readBack(q: Queryable, probes: readonly CommitProbe[], token: string): Promise<Applied> {
+    const ids = [...new Set(probes.map((p) => p.userId))];
+    const rows = (await q.query(`SELECT user_id, version, commit_id FROM ${t('users')} WHERE user_id = ANY($1::text[])`, [ids])).rows;
+    const byId = new Map(rows.map((row) => [String(row.user_id), row]));
+    const applied: Applied = [];
+    for (const p of probes) {
+      const row = byId.get(p.userId);
+      const version = row ? num(row.version) : 0;
+      // Each version is written by exactly one commit: below ours, ours was not applied; at ours, the token says.
+      if (version < p.version) applied.push(false);
+      else if (version === p.version) applied.push(row?.commit_id === token);
+      else if (p.idempotency) {
+        // Newer commits replaced the token: look for what ours wrote under a unique key.
+        const r = await q.query(`SELECT event_id FROM ${t('idempotency')} WHERE user_id = $1 AND metric_key = $2 AND key = $3`, [p.userId, p.idempotency.metricKey, p.idempotency.key]);
+        applied.push(r.rows[0] !== undefined && String(r.rows[0].event_id) === p.idempotency.eventId);
+      } else if (p.ledger) {
+        const r = await q.query(`SELECT 1 FROM ${t('ledger')} WHERE user_id = $1 AND kind = $2 AND key = $3 AND at = $4 AND id = $5`, [p.userId, p.ledger.kind, p.ledger.key, p.ledger.at, p.ledger.id]);
+        applied.push(r.rows.length > 0);
+      } else applied.push(null);
     }
-    if (p.ledger) {
-      const r = await q.query(`SELECT 1 FROM ${t('ledger')} WHERE user_id = $1 AND kind = $2 AND key = $3 AND at = $4 AND id = $5`, [p.userId, p.ledger.kind, p.ledger.key, p.ledger.at, p.ledger.id]);
-      return r.rows.length > 0;
-    }
-    return null;
+    return applied;
   }
 
   /**
@@ -360,28 +427,67 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     });
   }
 
-  /**
-   * Runs `fn` in a transaction. With `probe`, a failure of the COMMIT itself (not a serialization failure)
-   * is settled by reading the outcome back: the result is returned if the commit happened.
-   */
-  async function transaction<T>(method: string, fn: (tx: Queryable) => Promise<T>, probe?: CommitProbe): Promise<T> {
-    let committing = false;
-    let result: T | undefined;
-    const body = async (q: Queryable) => {
-      result = await fn(q);
-      committing = true;
-      return result;
-    };
-    // Whether a failure needs reading back: only one during COMMIT, and not a serialization failure.
-    const ambiguous = (error: unknown) => probe !== undefined && committing && !isSerialization(error);
-
-    if (mode === 'pglite') {
+  /** Runs `fn` in a transaction (migrations). */
+  async function transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    if (mode === 'pglite') return (client as Required<PostgresClient>).transaction(fn);
+    if (mode === 'pool') {
+      // pg's Client emits 'error' when its socket drops; without a listener that would end the process.
+      const onConnError: Listener = (error) => report(error);
+      const conn = await checkout(onConnError);
+      const release = (err?: Error) => {
+        conn.removeListener?.('error', onConnError);
+        conn.release(err);
+      };
+      let result: T;
       try {
-        return await (client as Required<PostgresClient>).transaction(body);
+        await conn.query('BEGIN');
+        result = await fn(conn);
+        await conn.query('COMMIT');
       } catch (error) {
-        if (!ambiguous(error)) throw error;
-        await settle(method, error, probe as CommitProbe, async () => client as Queryable, undefined);
-        return result as T;
+        // The connection may be broken: destroy it (the server aborts an open transaction).
+        release(asError(error));
+        throw error;
+      }
+      release();
+      return result;
+    }
+    return exclusive(async (s) => {
+      try {
+        await s.q.query('BEGIN');
+        const result = await fn(s.q);
+        await s.q.query('COMMIT');
+        return result;
+      } catch (error) {
+        // On a live connection this ends the transaction; if it fails, the connection is gone.
+        await s.q.query('ROLLBACK').catch(() => {
+          s.broken = true;
+        });
+        throw error;
+      }
+    });
+  }
+
+  const COMMIT_BATCH = `SELECT ${t('commit_batch')}($1::jsonb, $2::text, $3::boolean) AS r`;
+
+  /**
+   * Runs the commit statement: its rows, or (when its answer was lost without a server verdict) what the
+   * read-back found each commit did in a statement that committed. A server's verdict (an ERROR, e.g. a
+   * serialization failure) is thrown as it is.
+   */
+  async function runCommitStatement(method: string, params: unknown[], check: (q: Queryable) => Promise<Applied>): Promise<{ rows: QueryResult['rows'] } | { applied: Applied }> {
+    if (mode === 'pglite') {
+      // In PGlite's transaction(), which costs no round trip: a failure before its COMMIT is then a rollback,
+      // not an unknown outcome (PGlite is in-process; its failures are rarely the server's own verdicts).
+      let committing = false;
+      try {
+        return await (client as Required<PostgresClient>).transaction(async (tx) => {
+          const r = await tx.query(COMMIT_BATCH, params);
+          committing = true;
+          return { rows: r.rows };
+        });
+      } catch (error) {
+        if (!committing || isVerdict(error)) throw error;
+        return { applied: await settle(method, error, check, async () => client as Queryable, undefined) };
       }
     }
 
@@ -389,149 +495,95 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       // pg's Client emits 'error' when its socket drops; without a listener that would end the process.
       const onConnError: Listener = (error) => report(error);
       const conn = await checkout(onConnError);
-      let released = false;
       const release = (err?: Error) => {
-        if (released) return;
-        released = true;
         conn.removeListener?.('error', onConnError);
         conn.release(err);
       };
       try {
-        await conn.query('BEGIN');
-        await body(conn);
-        await conn.query('COMMIT');
+        const r = await conn.query(COMMIT_BATCH, params);
         release();
-        return result as T;
+        return { rows: r.rows };
       } catch (error) {
-        if (error instanceof ConflictError && !committing) {
-          // A lost race: the connection is healthy, roll back and reuse it.
-          await conn.query('ROLLBACK').then(
-            () => release(),
-            (e: unknown) => release(asError(e)),
-          );
+        if (isVerdict(error)) {
+          // The statement was rolled back; the connection is healthy.
+          release();
           throw error;
         }
-        // Anything else may be a broken connection: destroy it (the server aborts an open transaction).
+        // The connection may be broken: destroy it (the server aborts a statement still running on it).
         release(asError(error));
-        if (!ambiguous(error)) throw error;
         const pid = typeof conn.processID === 'number' ? conn.processID : undefined;
-        await settle(method, error, probe as CommitProbe, async () => client as Queryable, pid);
-        return result as T;
+        return { applied: await settle(method, error, check, async () => client as Queryable, pid) };
       }
     }
 
     return exclusive(async (s) => {
+      // A connection known to be broken (and not replaceable) is not sent the statement: nothing committed.
+      if (s.broken) throw new StorageUnavailableError(`PostgreSQL store: ${method} failed: the connection is broken`, { committed: false });
       try {
-        await s.q.query('BEGIN');
-        await body(s.q);
-        await s.q.query('COMMIT');
-        return result as T;
+        return { rows: (await s.q.query(COMMIT_BATCH, params)).rows };
       } catch (error) {
-        // On a live connection this ends the transaction (after a COMMIT that happened it only warns); if it
-        // fails, the connection is gone.
-        await s.q.query('ROLLBACK').catch(() => {
+        if (isVerdict(error)) throw error;
+        // A live connection answers this only after the statement, whose outcome is then final: read it there.
+        // A broken one: read on a new connection (if `connect` allows one) once its server process is gone.
+        await s.q.query('SELECT 1').catch(() => {
           s.broken = true;
         });
-        if (!ambiguous(error)) throw error;
-        // A live connection answered ROLLBACK after COMMIT, so the COMMIT's outcome is final: read it there.
-        // A broken one: read on a new connection (if `connect` allows one) once its server process is gone.
         const alive = !s.broken;
         const reader = async () => (alive ? s.q : connectFn ? (await currentSession()).q : null);
-        await settle(method, error, probe as CommitProbe, reader, alive ? undefined : s.pid);
-        return result as T;
+        return { applied: await settle(method, error, check, reader, alive ? undefined : s.pid) };
       }
     });
   }
 
-  const UPSERT_ENTRY = `INSERT INTO ${t('entries')} (idx, user_id, value, neg_value, reached_at) VALUES ($1, $2, $3, $4, $5)
-    ON CONFLICT (idx, user_id) DO UPDATE SET value = EXCLUDED.value, neg_value = EXCLUDED.neg_value, reached_at = EXCLUDED.reached_at`;
-  // The first write of a day keeps its previous rank and value; every write sets the current ones.
-  const UPSERT_HISTORY = `INSERT INTO ${t('rank_history')} (idx, user_id, date, previous_rank, rank, previous_value, value) VALUES ($1, $2, $3, $4, $5, $6, $7)
-    ON CONFLICT (idx, user_id, date) DO UPDATE SET rank = EXCLUDED.rank, value = EXCLUDED.value`;
+  const nullRanks = (c: Commit): RankChange[] =>
+    c.leaderboard.map((w) => ({ index: w.index, userId: w.userId, previousRank: null, rank: null, previousValue: null, value: w.remove ? null : w.value }));
 
-  async function applyCommit(q: Queryable, c: Commit, token: string): Promise<CommitResult> {
-    const version = c.expectedVersion + 1;
-    // The state, the idempotency record and the ledger rows go in one statement (data-modifying CTEs): the
-    // inserts run only when the versioned write matched, and the counts say which part lost a race. The
-    // commit's token goes into the user's row, so that a COMMIT whose answer was lost can be read back.
-    const params: unknown[] = [c.userId, JSON.stringify(c.state), token];
-    const userWrite =
-      c.expectedVersion === 0
-        ? `INSERT INTO ${t('users')} (user_id, version, state, commit_id) VALUES ($1, 1, $2::jsonb, $3) ON CONFLICT (user_id) DO NOTHING RETURNING 1`
-        : `UPDATE ${t('users')} SET version = version + 1, state = $2::jsonb, commit_id = $3 WHERE user_id = $1 AND version = $${params.push(c.expectedVersion)} RETURNING 1`;
-    const parts = [`u AS (${userWrite})`];
-    if (c.idempotency) {
-      const i = c.idempotency;
-      const b = params.push(i.metricKey, i.key, i.eventId, i.at) - 4;
-      parts.push(`i AS (INSERT INTO ${t('idempotency')} (user_id, metric_key, key, event_id, at) SELECT $1, $${b + 1}, $${b + 2}, $${b + 3}, $${b + 4} WHERE EXISTS (SELECT 1 FROM u) ON CONFLICT DO NOTHING RETURNING 1)`);
-    }
-    if (c.ledger.length > 0) {
-      const cols = (f: (r: LedgerRow) => unknown) => params.push(c.ledger.map(f));
-      const [id, user, kind, key, at, delta, total, data] = [
-        cols((r) => r.id),
-        cols((r) => r.userId),
-        cols((r) => r.kind),
-        cols((r) => r.key),
-        cols((r) => r.at),
-        cols((r) => r.delta),
-        cols((r) => r.total),
-        cols((r) => JSON.stringify(r.data)),
-      ];
-      parts.push(
-        `l AS (INSERT INTO ${t('ledger')} (id, user_id, kind, key, at, delta, total, data)
-         SELECT r.id, r.user_id, r.kind, r.key, r.at, r.delta, r.total, r.data::jsonb
-         FROM unnest($${id}::text[], $${user}::text[], $${kind}::text[], $${key}::text[], $${at}::text[], $${delta}::float8[], $${total}::float8[], $${data}::text[]) WITH ORDINALITY AS r(id, user_id, kind, key, at, delta, total, data, n)
-         WHERE EXISTS (SELECT 1 FROM u) ORDER BY r.n)`,
+  const conflictOf = (c: Commit, kind: 'version' | 'idempotency'): ConflictError =>
+    kind === 'idempotency' && c.idempotency
+      ? new ConflictError(`Idempotency key ${JSON.stringify(c.idempotency.key)} was already used for this user and metric.`)
+      : new ConflictError(`Version conflict for user ${JSON.stringify(c.userId)}: expected version ${c.expectedVersion}.`);
+
+  /**
+   * Applies `commits` with one statement. Rejects with the statement's error (a serialization failure or
+   * deadlock included) or with a `StorageUnavailableError` from the read-back.
+   */
+  async function commitAll(method: string, commits: readonly Commit[]): Promise<BatchCommitOutcome[]> {
+    const token = globalThis.crypto.randomUUID();
+    const probes = commits.map((c): CommitProbe => {
+      const first = c.ledger[0];
+      return {
+        userId: c.userId,
+        version: c.expectedVersion + 1,
+        idempotency: c.idempotency ? { metricKey: c.idempotency.metricKey, key: c.idempotency.key, eventId: c.idempotency.eventId } : null,
+        ledger: first && first.userId === c.userId ? { kind: first.kind, key: first.key, at: first.at, id: first.id } : null,
+      };
+    });
+    const ran = await runCommitStatement(method, [JSON.stringify(commits), token, sqlRanks], (q) => readBack(q, probes, token));
+    if ('applied' in ran) {
+      // Committed, but the answer with the ranks was lost: the ranks read null, as after a rank index failure.
+      if (ran.applied.includes(null)) {
+        throw new StorageUnavailableError(`PostgreSQL store: ${method} committed, but whether each of its commits was applied could not be read back`, { committed: 'unknown' });
+      }
+      return commits.map((c, i) =>
+        ran.applied[i] ? { version: c.expectedVersion + 1, ranks: nullRanks(c), ranksUnavailable: true } : new ConflictError(`Commit for user ${JSON.stringify(c.userId)} was refused (read back after its connection broke).`),
       );
     }
-    const counts = (
-      await q.query(`WITH ${parts.join(', ')} SELECT (SELECT count(*) FROM u) AS u${c.idempotency ? ', (SELECT count(*) FROM i) AS i' : ''}`, params)
-    ).rows[0] as { u: unknown; i?: unknown };
-    if (num(counts.u) !== 1) throw new ConflictError(`Version conflict for user ${JSON.stringify(c.userId)}: expected version ${c.expectedVersion}.`);
-    if (c.idempotency && num(counts.i) !== 1) throw new ConflictError(`Idempotency key ${JSON.stringify(c.idempotency.key)} was already used for this user and metric.`);
-    // Counter rows are locked in name order so that concurrent commits never deadlock on them.
-    for (const name of Object.keys(c.counters).sort()) {
-      await q.query(`INSERT INTO ${t('counters')} (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = ${t('counters')}.value + EXCLUDED.value`, [name, c.counters[name]]);
-    }
-    const ranks: RankChange[] = [];
-    for (const w of c.leaderboard) {
-      if (w.unranked || !sqlRanks) {
-        // Entries only: one statement, no rank counting, no history.
-        const before = w.unranked ? undefined : (await q.query(`SELECT value FROM ${t('entries')} WHERE idx = $1 AND user_id = $2`, [w.index, w.userId])).rows[0];
-        if (w.remove) await q.query(`DELETE FROM ${t('entries')} WHERE idx = $1 AND user_id = $2`, [w.index, w.userId]);
-        else await q.query(UPSERT_ENTRY, [w.index, w.userId, w.value, -w.value, w.reachedAt]);
-        ranks.push({ index: w.index, userId: w.userId, previousRank: null, rank: null, previousValue: before ? num(before.value) : null, value: w.remove ? null : w.value });
-        continue;
-      }
-      // The entry as it was, with its rank, in one statement.
-      const before = (
-        await q.query(
-          `SELECT e.value, (SELECT count(*) FROM ${t('entries')} x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16)) + 1 AS rank
-           FROM ${t('entries')} e WHERE e.idx = $1 AND e.user_id = $2`,
-          [w.index, w.userId],
-        )
-      ).rows[0];
-      const previousRank = before ? num(before.rank) : null;
-      const previousValue = before ? num(before.value) : null;
-      let rank: number | null = null;
-      if (w.remove) {
-        await q.query(`DELETE FROM ${t('entries')} WHERE idx = $1 AND user_id = $2`, [w.index, w.userId]);
-        await q.query(UPSERT_HISTORY, [w.index, w.userId, w.date, previousRank, null, previousValue, null]);
-      } else {
-        await q.query(UPSERT_ENTRY, [w.index, w.userId, w.value, -w.value, w.reachedAt]);
-        // The new rank and the day's history row, in one statement.
-        const r = await q.query(
-          `WITH r AS (SELECT count(*) + 1 AS rank FROM ${t('entries')} WHERE idx = $1 AND (neg_value, reached_at, user_utf16) < ($7, $8, ${t('utf16_hex')}($2)))
-           INSERT INTO ${t('rank_history')} (idx, user_id, date, previous_rank, rank, previous_value, value)
-           SELECT $1, $2, $3, $4::integer, r.rank, $5::double precision, $6::double precision FROM r
-           ON CONFLICT (idx, user_id, date) DO UPDATE SET rank = EXCLUDED.rank, value = EXCLUDED.value RETURNING rank`,
-          [w.index, w.userId, w.date, previousRank, previousValue, w.value, -w.value, w.reachedAt],
-        );
-        rank = num(r.rows[0]?.rank);
-      }
-      ranks.push({ index: w.index, userId: w.userId, previousRank, rank, previousValue, value: w.remove ? null : w.value });
-    }
-    return { version, ranks };
+    const raw = ran.rows[0]?.r;
+    const outcomes = (typeof raw === 'string' ? JSON.parse(raw) : raw) as SqlOutcome[];
+    if (!Array.isArray(outcomes) || outcomes.length !== commits.length) throw new Error(`commit_batch returned ${outcomes?.length ?? 'no'} outcomes for ${commits.length} commits`);
+    return commits.map((c, i): BatchCommitOutcome => {
+      const o = outcomes[i] as SqlOutcome;
+      if ('conflict' in o) return conflictOf(c, o.conflict);
+      return {
+        version: c.expectedVersion + 1,
+        ranks: c.leaderboard.map((w, j) => {
+          const [previousRank, rank, previousValue, threshold] = o.ranks[j] ?? [null, null, null, null];
+          const change: RankChange = { index: w.index, userId: w.userId, previousRank, rank, previousValue: nullableNum(previousValue), value: w.remove ? null : w.value };
+          if (threshold !== null) change.threshold = num(threshold);
+          return change;
+        }),
+      };
+    });
   }
 
   const toRow = (r: Record<string, unknown>): LedgerRow => ({
@@ -549,7 +601,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
 
   const methods: PostgresStore = {
     async migrate() {
-      await transaction('migrate', async (q) => {
+      await transaction(async (q) => {
         // One migrator at a time across processes; the lock ends with the transaction.
         await q.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`laurel:${schema}`]);
         await q.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
@@ -557,7 +609,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         const done = new Set((await q.query(`SELECT id FROM ${t('migrations')}`)).rows.map((r) => String(r.id)));
         for (const m of MIGRATIONS) {
           if (done.has(m.id)) continue;
-          for (const statement of m.sql.replaceAll('{{schema}}', schema).split(/;\s*$/m).map((s) => s.replace(/^\s*--.*$/gm, '').trim()).filter(Boolean)) await q.query(statement);
+          for (const statement of splitStatements(m.sql.replaceAll('{{schema}}', schema))) await q.query(statement);
           await q.query(`INSERT INTO ${t('migrations')} (id) VALUES ($1)`, [m.id]);
         }
       });
@@ -579,27 +631,59 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       });
     },
 
+    async loadForEvents(userIds, lookups): Promise<EventLoad> {
+      if (userIds.length === 0 && lookups.length === 0) return { users: [], records: [] };
+      // States and idempotency records in one statement; each row says which slot it answers.
+      const r = await read((q) =>
+        q.query(
+          `SELECT 0 AS part, x.n, u.version, u.state, NULL::text AS event_id, NULL::text AS at
+             FROM unnest($1::text[]) WITH ORDINALITY AS x(id, n) JOIN ${t('users')} u ON u.user_id = x.id
+           UNION ALL
+           SELECT 1, y.n, NULL, NULL, i.event_id, i.at
+             FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS y(user_id, metric_key, key, n)
+             JOIN ${t('idempotency')} i ON i.user_id = y.user_id AND i.metric_key = y.metric_key AND i.key = y.key`,
+          [[...userIds], lookups.map((l) => l.userId), lookups.map((l) => l.metricKey), lookups.map((l) => l.key)],
+        ),
+      );
+      const users: (VersionedState | null)[] = userIds.map(() => null);
+      const records: (IdempotencyRecord | null)[] = lookups.map(() => null);
+      for (const row of r.rows) {
+        const i = num(row.n) - 1;
+        if (num(row.part) === 0) users[i] = { version: num(row.version), state: parseState(row.state) };
+        else {
+          const l = lookups[i] as (typeof lookups)[number];
+          records[i] = { userId: l.userId, metricKey: l.metricKey, key: l.key, eventId: String(row.event_id), at: String(row.at) };
+        }
+      }
+      return { users, records };
+    },
+
     async getIdempotencyRecord(userId, metricKey, key): Promise<IdempotencyRecord | null> {
       const r = await read((q) => q.query(`SELECT event_id, at FROM ${t('idempotency')} WHERE user_id = $1 AND metric_key = $2 AND key = $3`, [userId, metricKey, key]));
       const row = r.rows[0];
       return row ? { userId, metricKey, key, eventId: String(row.event_id), at: String(row.at) } : null;
     },
 
-    async commit(c) {
-      const token = globalThis.crypto.randomUUID();
-      const first = c.ledger[0];
-      const probe: CommitProbe = {
-        userId: c.userId,
-        version: c.expectedVersion + 1,
-        token,
-        idempotency: c.idempotency ? { metricKey: c.idempotency.metricKey, key: c.idempotency.key, eventId: c.idempotency.eventId } : null,
-        ledger: first && first.userId === c.userId ? { kind: first.kind, key: first.key, at: first.at, id: first.id } : null,
-      };
+    async commit(c): Promise<CommitResult> {
+      let outcome: BatchCommitOutcome | undefined;
       try {
-        return await transaction('commit', (q) => applyCommit(q, c, token), probe);
+        [outcome] = await commitAll('commit', [c]);
       } catch (error) {
         if (isSerialization(error)) throw new ConflictError(`Transaction conflict (${String(codeOf(error))}) for user ${JSON.stringify(c.userId)}.`, { cause: error });
         throw unavailable('commit', error);
+      }
+      if (outcome instanceof ConflictError) throw outcome;
+      return outcome as CommitResult;
+    },
+
+    async commitBatch(commits) {
+      if (commits.length === 0) return [];
+      try {
+        return await commitAll('commitBatch', commits);
+      } catch (error) {
+        // A serialization failure or deadlock rolled the whole statement back: every commit was refused.
+        if (isSerialization(error)) return commits.map((c) => new ConflictError(`Transaction conflict (${String(codeOf(error))}) for user ${JSON.stringify(c.userId)}.`, { cause: error }));
+        throw unavailable('commitBatch', error);
       }
     },
 
