@@ -64,17 +64,15 @@ type Op =
   | { kind: 'complete'; user: string }
   | { kind: 'accrue'; user: string }
   | { kind: 'read'; what: number; user: string }
-  | { kind: 'clock'; ms: number };
+  | { kind: 'clock'; ms: number }
+  | { kind: 'batch'; events: Extract<Op, { kind: 'event' }>[] };
 
 /** Mostly valid choices, sometimes hostile ones: every store must accept and refuse exactly the same. */
 const mostly = <T,>(valid: readonly T[], hostile: readonly T[]) =>
   fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...valid) }, { weight: 1, arbitrary: fc.constantFrom(...hostile) });
 const user = mostly(USERS, REFUSED);
 const tz = fc.option(mostly(ZONES.slice(0, 4), ZONES.slice(4)), { nil: undefined, freq: 2 });
-const op: fc.Arbitrary<Op> = fc.oneof(
-  {
-    weight: 10,
-    arbitrary: fc
+const eventOp: fc.Arbitrary<Extract<Op, { kind: 'event' }>> = fc
       .record({
         user,
         metric: mostly(['toString', 'quiz'], ['valueOf']),
@@ -84,8 +82,10 @@ const op: fc.Arbitrary<Op> = fc.oneof(
         tz,
         plan: fc.option(mostly(['pro', 'free'], ['用'.repeat(1000)]), { nil: undefined, freq: 2 }),
       })
-      .map((e): Op => ({ kind: 'event', user: e.user, metric: e.metric, value: e.value, attrs: e.attrs, ...(e.key ? { key: e.key } : {}), ...(e.tz ? { tz: e.tz } : {}), ...(e.plan ? { plan: e.plan } : {}) })),
-  },
+      .map((e) => ({ kind: 'event' as const, user: e.user, metric: e.metric, value: e.value, attrs: e.attrs, ...(e.key ? { key: e.key } : {}), ...(e.tz ? { tz: e.tz } : {}), ...(e.plan ? { plan: e.plan } : {}) }));
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 10, arbitrary: eventOp },
+  { weight: 2, arbitrary: fc.array(eventOp, { minLength: 1, maxLength: 6 }).map((events): Op => ({ kind: 'batch', events })) },
   {
     weight: 2,
     arbitrary: fc
@@ -106,6 +106,12 @@ async function perform(engine: Engine, o: Op): Promise<unknown> {
       const u = { id: o.user, ...(o.tz ? { tz: o.tz } : {}), ...(o.plan ? { attributes: { valueOf: o.plan } } : {}) };
       return engine.recordEvent(o.metric as 'quiz', { user: u, value: o.value, attributes: o.attrs }, o.key ? { idempotencyKey: o.key } : {});
     }
+    case 'batch':
+      return (
+        await engine.recordEvents(
+          o.events.map((e) => ({ metricKey: e.metric, user: { id: e.user, ...(e.tz ? { tz: e.tz } : {}), ...(e.plan ? { attributes: { valueOf: e.plan } } : {}) }, value: e.value, attributes: e.attrs, ...(e.key ? { idempotencyKey: e.key } : {}) })),
+        )
+      ).map((r) => (r.ok ? { ok: r.response } : { error: r.error.code }));
     case 'identify':
       return engine.identifyUser({ id: o.user, ...(o.name ? { name: o.name } : {}), ...(o.tz ? { tz: o.tz } : {}), ...(o.plan ? { attributes: { valueOf: o.plan } } : {}) });
     case 'update':
