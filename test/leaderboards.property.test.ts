@@ -9,7 +9,7 @@ import { createMemoryStore } from '../src/memory.js';
 import { OrderedIndex } from '../src/store/ordered-index.js';
 import { sequentialIds } from '../src/testing/index.js';
 
-describe('order-statistic treap vs a sorted array', () => {
+describe('leaderboard index (sorted blocks + Fenwick tree) vs a sorted array', () => {
   it('insert, remove, rank, at, range and countAtLeast agree with sorting everything', () => {
     const op = fc.record({ user: fc.integer({ min: 0, max: 60 }), value: fc.integer({ min: -3, max: 20 }), at: fc.integer({ min: 0, max: 5 }) });
     fc.assert(

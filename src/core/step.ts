@@ -151,13 +151,19 @@ export function ownPoints(step: Step, key: string): PointsState {
 // state that stores and callers share.
 const FREEZE = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.NODE_ENV !== 'production';
 
-/** States this module built or checked: they need no check when they come back as a prior state. */
-const adopted = new WeakSet<object>();
+/**
+ * Marks states this module built or checked: they need no check when they come back as a prior state. A
+ * non-enumerable symbol property (not a WeakSet, whose entries cost every garbage collection): JSON and
+ * spreads leave it out, so a copy made outside the core is checked again.
+ */
+const ADOPTED = Symbol('laurel.adopted');
+const markAdopted = (state: UserState) => Object.defineProperty(state, ADOPTED, { value: true });
+const isAdopted = (state: object) => (state as { [ADOPTED]?: boolean })[ADOPTED] === true && Object.hasOwn(state, ADOPTED);
 
 /** Ends a call: freezes (outside production) what it created and marks the state as a checked one. */
 export function sealState(step: Step): UserState {
+  markAdopted(step.state);
   if (FREEZE) for (const o of step.owned) Object.freeze(o);
-  adopted.add(step.state);
   return step.state;
 }
 
@@ -167,14 +173,14 @@ export function sealState(step: Step): UserState {
  * the current form, with records that have no prototype and numbers for decimal strings of older states.
  */
 export function adoptState(state: UserState): UserState {
-  if (typeof state === 'object' && state !== null && adopted.has(state)) return state;
+  if (typeof state === 'object' && state !== null && isAdopted(state)) return state;
   const copy = checkedState(state);
+  markAdopted(copy);
   if (FREEZE) {
     const owned = new Set<object>([copy]);
     collectOwned(copy, owned);
     for (const o of owned) Object.freeze(o);
   }
-  adopted.add(copy);
   return copy;
 }
 

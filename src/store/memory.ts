@@ -106,7 +106,7 @@ const deepFreeze = <T>(value: T): T => {
 };
 
 // Every text that reaches a store is free of NUL characters (the engine refuses them), so NUL joins keys.
-const joinKey = (...parts: string[]) => parts.join('\u0000');
+const joinKey = (a: string, b: string, c: string) => `${a}\u0000${b}\u0000${c}`;
 
 /** Options of {@link createMemoryStore}. */
 export interface MemoryStoreOptions {
@@ -195,7 +195,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
         previousValue: before ? before.value : null,
         value: after ? after.value : null,
       };
-      if (w.thresholdRank !== undefined) change.threshold = b.tree.range(w.thresholdRank - 1, 1)[0]?.value ?? 0;
+      if (w.thresholdRank !== undefined) change.threshold = b.tree.at(w.thresholdRank - 1)?.value ?? 0;
       ranks.push(change);
       if (w.unranked) continue;
       let byUser = history.get(w.index);
