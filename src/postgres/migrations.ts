@@ -222,7 +222,8 @@ BEGIN
       END IF;
       IF sql_ranks AND jsonb_typeof(w->'thresholdRank') = 'number' THEN
         IF (w->>'thresholdRank')::numeric >= 1 THEN
-          SELECT e.value INTO thr FROM "{{schema}}".entries e WHERE e.idx = w_index
+          -- -neg_value is value exactly, and read from the index alone (an index-only scan where it can be).
+          SELECT -e.neg_value INTO thr FROM "{{schema}}".entries e WHERE e.idx = w_index
             ORDER BY e.neg_value, e.reached_at, e.user_utf16 OFFSET floor((w->>'thresholdRank')::numeric) - 1 LIMIT 1;
         END IF;
         thr := coalesce(thr, 0);
