@@ -117,11 +117,11 @@ const isVerdict = (error: unknown) => {
   return severity !== 'FATAL' && severity !== 'PANIC' && !code.startsWith('57P') && !code.startsWith('08');
 };
 
+const DOLLAR_TAG = /^\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/;
 /**
  * Splits a migration into statements at semicolons outside quotes, dollar quotes (function bodies) and
  * comments; pieces that hold only comments are dropped.
  */
-const DOLLAR_TAG = /^\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/;
 function splitStatements(sql: string): string[] {
   const out: string[] = [];
   let start = 0;
