@@ -180,6 +180,36 @@ describe.skipIf(!REDIS_URL)('Redis rank index: one round trip per apply (needs L
     ]);
   });
 
+  it('an unranked write costs no rank lookup: null ranks, values kept, no history row', async () => {
+    const prefix = `${uniq('unranked')}:`;
+    const index = createRedisRankIndex({ redis: redis as Redis, prefix });
+    const put = (userId: string, value: number, version: number): VersionedWrite => ({ index: 'pt|u', userId, value, reachedAt: '2026-01-01T00:00:00.000Z', date: '2026-01-01', version, unranked: true });
+    expect(await index.apply([put('a', 5, 1)])).toEqual([{ index: 'pt|u', userId: 'a', previousRank: null, rank: null, previousValue: null, value: 5 }]);
+    const monitor = await (redis as Redis).monitor();
+    const lua: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source === 'lua' && args.some((a) => String(a).includes(prefix))) lua.push(String(args[0]).toLowerCase());
+    });
+    try {
+      expect(await index.apply([put('b', 9, 1), put('a', 7, 2), put('a', 1, 1)])).toEqual([
+        { index: 'pt|u', userId: 'b', previousRank: null, rank: null, previousValue: null, value: 9 },
+        { index: 'pt|u', userId: 'a', previousRank: null, rank: null, previousValue: 5, value: 7 },
+        { index: 'pt|u', userId: 'a', previousRank: null, rank: null, previousValue: 7, value: 7 },
+      ]);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(lua.length).toBeGreaterThan(0);
+      expect(lua.filter((c) => c === 'zrank' || c.startsWith('l'))).toEqual([]);
+    } finally {
+      monitor.disconnect();
+    }
+    expect(await index.readRankHistory('pt|u', 'a', 10)).toEqual([]);
+    expect(await index.readRange('pt|u', 0, 10)).toMatchObject([
+      { userId: 'b', value: 9, rank: 1 },
+      { userId: 'a', value: 7, rank: 2 },
+    ]);
+    expect(await index.countEntries('pt|u', { min: 6 })).toBe(2);
+  });
+
   it('keeps the LTRIM bound: at most 100 history rows per user and index', async () => {
     const index = createRedisRankIndex({ redis: redis as Redis, prefix: `${uniq('hist')}:` });
     const day = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 86_400_000).toISOString().slice(0, 10);

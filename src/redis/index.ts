@@ -56,34 +56,37 @@ export interface RedisRankIndexOptions {
 /**
  * Applies writes in order, in one script (one round trip for a whole `apply`). Per write i (0-based):
  * KEYS[3i+1..3i+3] = z, h, history list; ARGV[10i+1..10i+10] = user, version, remove ('1'/'0'), member,
- * score, value, date, ttl, history ('1'/'0'), threshold rank ('' for none).
+ * score, value, date, ttl, ranked ('1'/'0'), threshold rank ('' for none).
  * Replies 6 strings per write: previous rank, rank, previous value, value ('' for none), 'ok' or 'stale',
  * and the score at the threshold rank after the write ('' when not asked or when the index holds fewer).
+ * An unranked write (an index read only by value ranges) costs no rank lookup: its ranks read '' and it
+ * keeps no history.
  */
 const SCRIPT = `
 local out, n = {}, 0
 local function one(z, h, hist, a)
   local user, vs, remove = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  local version = tonumber(vs)
-  local member, score, value = ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
-  local prevRank, prevValue, curMember = '', '', ''
+  local member, score, value, ranked = ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 9] == '1'
+  local prevRank, prevValue = '', ''
   local cur = redis.call('HGET', h, user)
   if cur then
     local s1 = string.find(cur, '|', 1, true)
     local s2 = string.find(cur, '|', s1 + 1, true)
-    curMember = string.sub(cur, s1 + 1, s2 - 1)
+    local curMember = string.sub(cur, s1 + 1, s2 - 1)
     local curValue = string.sub(cur, s2 + 1)
-    if tonumber(string.sub(cur, 1, s1 - 1)) > version then
+    if tonumber(string.sub(cur, 1, s1 - 1)) > tonumber(vs) then
       local r = ''
-      if curMember ~= '' then
+      if ranked and curMember ~= '' then
         local zr = redis.call('ZRANK', z, curMember)
         if zr then r = tostring(zr + 1) end
       end
       return r, r, curValue, curValue, 'stale'
     end
     if curMember ~= '' then
-      local zr = redis.call('ZRANK', z, curMember)
-      if zr then prevRank = tostring(zr + 1) end
+      if ranked then
+        local zr = redis.call('ZRANK', z, curMember)
+        if zr then prevRank = tostring(zr + 1) end
+      end
       prevValue = curValue
       -- the same member only changes its score: ZADD below moves it, no removal needed
       if curMember ~= member or remove == '1' then redis.call('ZREM', z, curMember) end
@@ -95,11 +98,10 @@ local function one(z, h, hist, a)
   else
     redis.call('ZADD', z, score, member)
     redis.call('HSET', h, user, vs .. '|' .. member .. '|' .. value)
-    rank = tostring(redis.call('ZRANK', z, member) + 1)
+    if ranked then rank = tostring(redis.call('ZRANK', z, member) + 1) end
     newValue = value
   end
-  local ttl = tonumber(ARGV[a + 8])
-  if ARGV[a + 9] == '1' then
+  if ranked then
     -- rows "date|previousRank|rank|previousValue|value", newest first; the day's first write sets previous*
     local date = ARGV[a + 7]
     local head = redis.call('LINDEX', hist, 0)
@@ -111,11 +113,12 @@ local function one(z, h, hist, a)
     elseif redis.call('LPUSH', hist, date .. '|' .. prevRank .. '|' .. rank .. '|' .. prevValue .. '|' .. newValue) > 100 then
       redis.call('LTRIM', hist, 0, 99)
     end
-    if ttl and ttl > 0 then redis.call('EXPIRE', hist, ttl) end
   end
+  local ttl = tonumber(ARGV[a + 8])
   if ttl and ttl > 0 then
     redis.call('EXPIRE', z, ttl)
     redis.call('EXPIRE', h, ttl)
+    redis.call('EXPIRE', hist, ttl)
   end
   return prevRank, rank, prevValue, newValue, 'ok'
 end
@@ -253,40 +256,45 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
    * Runs one method call under one deadline. On timeout or on any client error it rejects with
    * `StorageUnavailableError` (the client's error as `cause`); the timer is cleared however the call ends.
    */
-  async function bounded<T>(method: string, fn: (send: Send) => Promise<T>): Promise<T> {
+  function bounded<T>(method: string, fn: (send: Send) => Promise<T>): Promise<T> {
     const status = redis.status;
     if (status === 'reconnecting' || status === 'close' || status === 'end') {
-      throw new StorageUnavailableError(`Redis rank index: ${method} failed: the Redis client is ${status === 'reconnecting' ? 'reconnecting' : 'disconnected'} (status ${status})`);
+      return Promise.reject(new StorageUnavailableError(`Redis rank index: ${method} failed: the Redis client is ${status === 'reconnecting' ? 'reconnecting' : 'disconnected'} (status ${status})`));
     }
-    let expired = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let immediate: ReturnType<typeof setImmediate> | undefined;
-    const send: Send = (command, ...args) => {
-      if (expired) return Promise.reject(new Error(`deadline passed before ${command} was sent`));
-      return redis.call(command, ...args);
-    };
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+    return new Promise<T>((resolve, reject) => {
+      // Settled (answered, failed or timed out): nothing more goes out for this call, and a late outcome is dropped.
+      let settled = false;
+      let immediate: ReturnType<typeof setImmediate> | undefined;
+      const timer = setTimeout(() => {
         // Timers run before I/O in an event-loop turn: after a stall (GC, CPU-bound work) a reply that came
         // in time may still be unread. setImmediate runs after this turn's I/O, so such a reply wins.
         immediate = setImmediate(() => {
-          expired = true;
+          if (settled) return;
+          settled = true;
           reject(new StorageUnavailableError(`Redis rank index: ${method} timed out after ${timeoutMs} ms`));
         });
       }, timeoutMs);
       (timer as { unref?: () => void }).unref?.();
+      const settle = () => {
+        settled = true;
+        clearTimeout(timer);
+        if (immediate !== undefined) clearImmediate(immediate);
+      };
+      const send: Send = (command, ...args) => (settled ? Promise.reject(new Error(`deadline passed before ${command} was sent`)) : redis.call(command, ...args));
+      // Both outcomes are handled, so a call that fails after the deadline is never an unhandled rejection.
+      fn(send).then(
+        (value) => {
+          if (settled) return;
+          settle();
+          resolve(value);
+        },
+        (error: unknown) => {
+          if (settled) return;
+          settle();
+          reject(storageError(`Redis rank index: ${method}`, error));
+        },
+      );
     });
-    try {
-      // Promise.race subscribes to both, so a call that fails after the deadline is never an unhandled rejection.
-      return await Promise.race([fn(send), deadline]);
-    } catch (error) {
-      throw storageError(`Redis rank index: ${method}`, error);
-    } finally {
-      // Settled (answered, failed or timed out): nothing more goes out for this call.
-      expired = true;
-      clearTimeout(timer);
-      if (immediate !== undefined) clearImmediate(immediate);
-    }
   }
 
   async function run(send: Send, args: (string | number)[], script = SCRIPT, sha = SHA, keyCount = 3): Promise<unknown> {
@@ -298,35 +306,37 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
     }
   }
 
+  /** Runs the writes at positions `chunk` (in that order) as one script; puts their changes into `out`. */
+  async function applyScript(send: Send, writes: readonly VersionedWrite[], chunk: readonly number[], out: RankChange[]): Promise<void> {
+    const keyArgs: (string | number)[] = [];
+    const args: (string | number)[] = [];
+    for (const i of chunk) {
+      const w = writes[i] as VersionedWrite;
+      const tag = `${prefix}{${w.index}}:`;
+      const remove = w.remove === true;
+      const value = remove ? 0 : w.value;
+      const ttl = options.expireSeconds?.(w.index) ?? 0;
+      keyArgs.push(`${tag}z`, `${tag}h`, `${tag}r:${w.userId}`);
+      args.push(w.userId, w.version, remove ? '1' : '0', memberOf(w.userId, remove ? EPOCH : w.reachedAt), String(-value || 0), String(value), w.date, ttl, w.unranked ? '0' : '1', thresholdRankOf(w) ?? '');
+    }
+    const reply = await run(send, [...keyArgs, ...args], SCRIPT, SHA, keyArgs.length);
+    if (!Array.isArray(reply) || reply.length !== chunk.length * 6) throw new Error(`unexpected reply to the apply script (${chunk.length} writes)`);
+    for (let j = 0, r = 0; j < chunk.length; j++, r += 6) {
+      const i = chunk[j] as number;
+      const w = writes[i] as VersionedWrite;
+      const change: RankChange = { index: w.index, userId: w.userId, previousRank: orNull(reply[r]), rank: orNull(reply[r + 1]), previousValue: orNull(reply[r + 2]), value: orNull(reply[r + 3]) };
+      if (thresholdRankOf(w) !== null) change.threshold = reply[r + 5] === '' || reply[r + 5] == null ? 0 : -Number(reply[r + 5]) || 0;
+      out[i] = change;
+    }
+  }
+
   return {
     apply: (writes: readonly VersionedWrite[]) => bounded('apply', async (send): Promise<RankChange[]> => {
       const out: RankChange[] = new Array(writes.length);
       // Usually one script for all the writes (one round trip); see `chunks` for when there are more.
-      await Promise.all(
-        chunks(writes, cluster).map(async (chunk) => {
-          const keyArgs: (string | number)[] = [];
-          const args: (string | number)[] = [];
-          for (const i of chunk) {
-            const w = writes[i] as VersionedWrite;
-            const k = keys(w.index);
-            const remove = w.remove === true;
-            const value = remove ? 0 : w.value;
-            const member = memberOf(w.userId, remove ? EPOCH : w.reachedAt);
-            const ttl = options.expireSeconds?.(w.index) ?? 0;
-            keyArgs.push(k.z, k.h, k.r(w.userId));
-            args.push(w.userId, w.version, remove ? '1' : '0', member, String(-value || 0), String(value), w.date, ttl, w.unranked ? '0' : '1', thresholdRankOf(w) ?? '');
-          }
-          const reply = await run(send, [...keyArgs, ...args], SCRIPT, SHA, keyArgs.length);
-          if (!Array.isArray(reply) || reply.length !== chunk.length * 6) throw new Error(`unexpected reply to the apply script (${chunk.length} writes)`);
-          chunk.forEach((i, j) => {
-            const w = writes[i] as VersionedWrite;
-            const r = reply.slice(j * 6, j * 6 + 6) as unknown[];
-            const change: RankChange = { index: w.index, userId: w.userId, previousRank: orNull(r[0]), rank: orNull(r[1]), previousValue: orNull(r[2]), value: orNull(r[3]) };
-            if (thresholdRankOf(w) !== null) change.threshold = r[5] === '' || r[5] == null ? 0 : -Number(r[5]) || 0;
-            out[i] = change;
-          });
-        }),
-      );
+      const plan = chunks(writes, cluster);
+      if (plan.length === 1) await applyScript(send, writes, plan[0] as number[], out);
+      else await Promise.all(plan.map((chunk) => applyScript(send, writes, chunk, out)));
       return out;
     }),
 
