@@ -119,7 +119,7 @@ describe.skipIf(!PG_URL || !REDIS_URL || !HAS_REDIS_SERVER)('Redis stops and com
       for (const userId of users) {
         const mine = calls.filter((c) => c.userId === userId && c.response);
         const ledger = await store.readLedger({ userId, kind: 'metric', key: 'm', order: 'asc' });
-        expect(ledger.map((r) => (r.data as { eventId: string }).eventId).sort(), userId).toEqual(mine.map((c) => c.response?.eventId).sort());
+        expect(ledger.map((r) => r.id).sort(), userId).toEqual(mine.map((c) => c.response?.eventId).sort());
         for (const c of mine) expect(await store.getIdempotencyRecord(userId, 'm', c.key), c.key).toMatchObject({ eventId: c.response?.eventId });
       }
 
