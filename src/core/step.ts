@@ -33,8 +33,8 @@ export interface Step {
   /** The user's zone for this call (latest valid tz, else the config's). */
   tz: string;
   today: LocalDate;
-  /** Local dates of `now` per zone, formatted once per call. */
-  readonly dates: Map<string, LocalDate>;
+  /** Local dates of `now` in zones other than the user's, formatted once per call (made on first use). */
+  dates: Map<string, LocalDate> | null;
 }
 
 export function userZone(cfg: LaurelConfig, state: UserState): string {
@@ -60,15 +60,16 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
     streakLengthBefore: state.streak?.length ?? 0,
     streakExtended: false,
     tz,
-    today: '',
-    dates: new Map(),
+    today: localDateOf(now, tz),
+    dates: null,
   };
-  step.today = localDateIn(step, tz);
   return step;
 }
 
 /** The local date of the call's `now` in `tz`, computed once per zone per call. */
 export function localDateIn(step: Step, tz: string): LocalDate {
+  if (tz === step.tz) return step.today;
+  step.dates ??= new Map();
   let date = step.dates.get(tz);
   if (date === undefined) {
     date = localDateOf(step.now, tz);
@@ -80,7 +81,7 @@ export function localDateIn(step: Step, tz: string): LocalDate {
 /** Re-reads the zone after a user update changed `tz`. */
 export function refreshZone(step: Step): void {
   step.tz = userZone(step.cfg, step.state);
-  step.today = localDateIn(step, step.tz);
+  step.today = localDateOf(step.now, step.tz);
 }
 
 function collectOwned(state: UserState, owned: Set<object>): void {

@@ -157,7 +157,9 @@ export function streakView(cfg: LaurelConfig, state: UserState | null, today: Lo
 }
 
 export function eventStreak(step: Step): EventStreak {
-  return { ...streakView(step.cfg, step.state, step.today), extended: step.streakExtended };
+  const view = streakView(step.cfg, step.state, step.today) as EventStreak;
+  view.extended = step.streakExtended;
+  return view;
 }
 
 export interface StreakHistoryEntry {

@@ -12,11 +12,15 @@ export function guardStore(store: Store): Store {
   if (typeof store !== 'object' || store === null) throw new ValidationError('store must be an object implementing Store', [{ path: ['store'], message: 'must implement Store' }]);
   const call =
     <A extends unknown[], R>(method: keyof Store, fn: (...args: A) => Promise<R>) =>
-    async (...args: A): Promise<R> => {
-      try {
-        return await fn(...args);
-      } catch (error) {
+    (...args: A): Promise<R> => {
+      const fail = (error: unknown): never => {
         throw storageError(`store.${method}`, error);
+      };
+      try {
+        // Promise.resolve: a custom store may return a non-promise or a foreign thenable.
+        return Promise.resolve(fn(...args)).then(undefined, fail);
+      } catch (error) {
+        return Promise.reject(storageError(`store.${method}`, error));
       }
     };
   const guarded: Store = {

@@ -7,16 +7,24 @@ export class KeyedLock {
   private readonly tails = new Map<string, Promise<unknown>>();
 
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.tails.get(key) ?? Promise.resolve();
-    const result = previous.then(task, task);
-    const tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.tails.set(key, tail);
-    void tail.then(() => {
+    const previous = this.tails.get(key);
+    let result: Promise<T>;
+    if (previous === undefined) {
+      // Uncontended (the common case): start at once, without waiting a turn behind a resolved promise.
+      try {
+        result = task();
+      } catch (error) {
+        result = Promise.reject(error);
+      }
+    } else {
+      result = previous.then(task, task);
+    }
+    const release = (): undefined => {
       if (this.tails.get(key) === tail) this.tails.delete(key);
-    });
+      return undefined;
+    };
+    const tail: Promise<unknown> = result.then(release, release);
+    this.tails.set(key, tail);
     return result;
   }
 }

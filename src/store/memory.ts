@@ -133,7 +133,8 @@ export interface MemoryStore extends Store {
 export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   options = options ?? {};
   const users = new Map<string, StoredUser>();
-  const idempotency = new Map<string, IdempotencyRecord>();
+  // (user, metric, key) -> `eventId NUL at`: one short string per record.
+  const idempotency = new Map<string, string>();
   const ledgers = new Map<string, Ledger>();
   const boards = new Map<string, Board>();
   const history = new Map<string, Map<string, RankHistoryRow[]>>();
@@ -148,6 +149,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const loaded = (userId: string): VersionedState | null => {
     const found = users.get(userId);
     return found ? { state: found.state, version: found.version } : null;
+  };
+  const recordOf = (userId: string, metricKey: string, key: string): IdempotencyRecord | null => {
+    const found = idempotency.get(joinKey(userId, metricKey, key));
+    if (found === undefined) return null;
+    const nul = found.indexOf('\u0000');
+    return { userId, metricKey, key, eventId: found.slice(0, nul), at: found.slice(nul + 1) };
   };
   const conflictOf = (c: Commit): ConflictError | null => {
     const current = users.get(c.userId);
@@ -164,14 +171,14 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const apply = (c: Commit): CommitResult => {
     const version = c.expectedVersion + 1;
     users.set(c.userId, { state: c.state, version });
-    if (c.idempotency) idempotency.set(joinKey(c.idempotency.userId, c.idempotency.metricKey, c.idempotency.key), { ...c.idempotency });
+    if (c.idempotency) idempotency.set(joinKey(c.idempotency.userId, c.idempotency.metricKey, c.idempotency.key), `${c.idempotency.eventId}\u0000${c.idempotency.at}`);
     for (const row of c.ledger) {
       const k = joinKey(row.userId, row.kind, row.key);
       let rows = ledgers.get(k);
       if (!rows) ledgers.set(k, (rows = new Ledger(row.userId, row.kind, row.key)));
       rows.add(row);
     }
-    for (const name in c.counters) counters.set(name, (counters.get(name) ?? 0) + (c.counters[name] as number));
+    for (const name of Object.keys(c.counters)) counters.set(name, (counters.get(name) ?? 0) + (c.counters[name] as number));
     const ranks: RankChange[] = [];
     for (const w of c.leaderboard) {
       const b = board(w.index);
@@ -226,15 +233,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     async loadForEvents(userIds, lookups) {
       return {
         users: userIds.map(loaded),
-        records: lookups.map((l) => {
-          const found = idempotency.get(joinKey(l.userId, l.metricKey, l.key));
-          return found ? { ...found } : null;
-        }),
+        records: lookups.map((l) => recordOf(l.userId, l.metricKey, l.key)),
       };
     },
     async getIdempotencyRecord(userId, metricKey, key) {
-      const found = idempotency.get(joinKey(userId, metricKey, key));
-      return found ? { ...found } : null;
+      return recordOf(userId, metricKey, key);
     },
     async commit(c) {
       if (options.beforeCommit) await options.beforeCommit(c);
