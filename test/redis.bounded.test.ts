@@ -240,13 +240,36 @@ describe('Redis rank index: bounded time and typed failures (fake clients)', () 
     expect(answered).toBe(1);
   });
 
-  it('clears its timer when a call settles', async () => {
+  it('serves all its calls with one timer, which stops once nothing is in flight', async () => {
     vi.useFakeTimers();
     const ok = createRedisRankIndex({ redis: { call: async () => null }, timeoutMs: 1000 });
-    expect(await ok.getEntry('lb|x', 'u')).toBeNull();
-    expect(vi.getTimerCount()).toBe(0);
+    for (let i = 0; i < 5; i++) expect(await ok.getEntry('lb|x', 'u')).toBeNull();
     const failing = createRedisRankIndex({ redis: { call: async () => Promise.reject(new Error('x')) }, timeoutMs: 1000 });
     await expect(failing.readRange('lb|x', 0, 1)).rejects.toBeInstanceOf(StorageUnavailableError);
+    // One timer per index, not one per call; it fires once, finds nothing in flight and is gone.
+    expect(vi.getTimerCount()).toBe(2);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(vi.getTimerCount()).toBe(0);
+
+    // Calls in flight at different times each fail at their own deadline.
+    const never = createRedisRankIndex({ redis: { call: () => new Promise(() => undefined) }, timeoutMs: 1000 });
+    const failedAt: Record<string, number> = {};
+    const t0 = Date.now();
+    const track = (label: string, p: Promise<unknown>) =>
+      p.catch((e: unknown) => {
+        expect(e).toBeInstanceOf(StorageUnavailableError);
+        failedAt[label] = Date.now() - t0;
+      });
+    const a = track('a', never.getEntry('lb|x', 'u'));
+    await vi.advanceTimersByTimeAsync(600);
+    const b = track('b', never.readRange('lb|x', 0, 1));
+    await vi.advanceTimersByTimeAsync(399);
+    expect(failedAt).toEqual({});
+    await vi.advanceTimersByTimeAsync(2);
+    expect(failedAt).toEqual({ a: 1001 });
+    await vi.advanceTimersByTimeAsync(600);
+    await Promise.all([a, b]);
+    expect(failedAt).toEqual({ a: 1001, b: 1601 });
     expect(vi.getTimerCount()).toBe(0);
   });
 

@@ -252,9 +252,55 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
   /** Sends one command, unless the call has settled or its deadline has passed (then nothing more goes out for it). */
   type Send = (command: string, ...args: (string | number)[]) => Promise<unknown>;
 
+  /** A method call in flight: its deadline (on the monotonic clock) and how to fail it when that passes. */
+  interface Pending {
+    deadline: number;
+    expire: () => void;
+  }
+  /**
+   * Calls in flight, in the order they started. Every call gets the same `timeoutMs`, so this is also the
+   * order of their deadlines: one timer, set for the earliest, serves them all. It is not cleared when a
+   * call settles (that would cost a timer per call): when it fires it fails the calls whose deadline has
+   * passed and sets itself for the next one, or stops when none is in flight. It is unref'd, so it never
+   * keeps a process alive.
+   */
+  const pending = new Set<Pending>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timerAt = 0;
+  const arm = (at: number) => {
+    if (timer !== undefined) {
+      if (timerAt <= at) return;
+      clearTimeout(timer);
+    }
+    timerAt = at;
+    timer = setTimeout(onTimer, Math.max(1, Math.ceil(at - performance.now())));
+    (timer as { unref?: () => void }).unref?.();
+  };
+  const onTimer = () => {
+    timer = undefined;
+    const now = performance.now();
+    const due: Pending[] = [];
+    let next: Pending | undefined;
+    for (const p of pending) {
+      if (p.deadline > now) {
+        next = p;
+        break;
+      }
+      due.push(p);
+    }
+    if (due.length > 0) {
+      // Timers run before I/O in an event-loop turn: after a stall (GC, CPU-bound work) a reply that came
+      // in time may still be unread. setImmediate runs after this turn's I/O, so such a reply wins.
+      setImmediate(() => {
+        for (const p of due) p.expire();
+      });
+    }
+    if (next) arm(next.deadline);
+  };
+
   /**
    * Runs one method call under one deadline. On timeout or on any client error it rejects with
-   * `StorageUnavailableError` (the client's error as `cause`); the timer is cleared however the call ends.
+   * `StorageUnavailableError` (the client's error as `cause`); once it has settled, it sends nothing more.
    */
   function bounded<T>(method: string, fn: (send: Send) => Promise<T>): Promise<T> {
     const status = redis.status;
@@ -264,33 +310,30 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
     return new Promise<T>((resolve, reject) => {
       // Settled (answered, failed or timed out): nothing more goes out for this call, and a late outcome is dropped.
       let settled = false;
-      let immediate: ReturnType<typeof setImmediate> | undefined;
-      const timer = setTimeout(() => {
-        // Timers run before I/O in an event-loop turn: after a stall (GC, CPU-bound work) a reply that came
-        // in time may still be unread. setImmediate runs after this turn's I/O, so such a reply wins.
-        immediate = setImmediate(() => {
+      const call: Pending = {
+        deadline: performance.now() + timeoutMs,
+        expire: () => {
           if (settled) return;
           settled = true;
+          pending.delete(call);
           reject(new StorageUnavailableError(`Redis rank index: ${method} timed out after ${timeoutMs} ms`));
-        });
-      }, timeoutMs);
-      (timer as { unref?: () => void }).unref?.();
-      const settle = () => {
-        settled = true;
-        clearTimeout(timer);
-        if (immediate !== undefined) clearImmediate(immediate);
+        },
       };
+      pending.add(call);
+      arm(call.deadline);
       const send: Send = (command, ...args) => (settled ? Promise.reject(new Error(`deadline passed before ${command} was sent`)) : redis.call(command, ...args));
       // Both outcomes are handled, so a call that fails after the deadline is never an unhandled rejection.
       fn(send).then(
         (value) => {
           if (settled) return;
-          settle();
+          settled = true;
+          pending.delete(call);
           resolve(value);
         },
         (error: unknown) => {
           if (settled) return;
-          settle();
+          settled = true;
+          pending.delete(call);
           reject(storageError(`Redis rank index: ${method}`, error));
         },
       );
