@@ -977,5 +977,6 @@ for (const [id, t] of Object.entries(TARGETS) as [TargetId, (typeof TARGETS)[Tar
   if (!row) continue;
   console.log(`| ${cell(t.text)} | ${cell(row.measured)} | ${cell(row.ratio === '–' ? '–' : `${row.ratio} (${t.ratio})`)} | ${row.verdict} |`);
 }
+if (rows.size === 0) console.log('| (no targets in the sections run) | | | |');
 const counts = [...rows.values()].reduce<Record<string, number>>((c, r) => ({ ...c, [r.verdict]: (c[r.verdict] ?? 0) + 1 }), {});
 console.log(`\n${Object.entries(counts).map(([v, n]) => `${n} ${v}`).join(', ')}`);
