@@ -66,6 +66,19 @@ describe('keys named after Object.prototype members', () => {
     expect(Object.keys(next.state.achievements)).toEqual([]);
     for (const key of PROTO_KEYS) expect(Object.hasOwn(next.state.metrics, key) ? next.state.metrics[key] : undefined).toBe(key === 'toString' ? 1 : key === 'valueOf' ? 1 : undefined);
   });
+
+  it('no key of a state is ever __proto__: trigger ids cannot be, and a stored state\'s are dropped', () => {
+    expect(() => defineConfig({ metrics: [{ key: 'm', name: 'M' }], pointsSystems: [{ key: 'p', name: 'P', triggers: [{ id: '__proto__', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }] }] })).toThrow(/reserved/);
+    const ctx = { now: new Date('2026-01-05T10:00:00Z'), newId: sequentialIds() };
+    const { state } = applyEvent(protoConfig, null, { metricKey: 'valueOf', user: { id: 'k' }, value: 1 }, ctx);
+    const hostile = JSON.parse(JSON.stringify(state).replace('"metrics":{', '"metrics":{"__proto__":{"polluted":1},')) as UserState;
+    expect(Object.hasOwn(hostile.metrics, '__proto__')).toBe(true);
+    const next = applyEvent(protoConfig, hostile, { metricKey: 'valueOf', user: { id: 'k' }, value: 1 }, ctx).state;
+    expect(Object.hasOwn(next.metrics, '__proto__')).toBe(false);
+    expect(Object.getPrototypeOf(next.metrics)).toBe(Object.prototype);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(next.metrics.valueOf).toBe(2);
+  });
 });
 
 describe('numbers outside the exact range', () => {

@@ -70,7 +70,8 @@ export const streakSchema = z
   })
   .strict();
 
-const triggerBase = { id: idSchema, points };
+// Trigger ids key records in user states: never a name a write could take for the prototype.
+const triggerBase = { id: idSchema.refine((id) => id === undefined || !FORBIDDEN_KEYS.has(id), 'is a reserved name'), points };
 
 export const pointsTriggerSchema = z.discriminatedUnion('type', [
   z.object({

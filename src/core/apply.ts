@@ -226,11 +226,11 @@ export function applyCompletion(cfg: LaurelConfig, priorInput: UserState | null 
   const step = begin(cfg, prior, user, ctx);
   const attrs = step.state.user.attributes;
   for (const [k, v] of Object.entries(achievement.userAttributes)) {
-    if (attrs[k] !== v) throw new ValidationError(`Achievement "${achievement.key}" is not available to user ${JSON.stringify(user.id)} (needs ${k}=${v}).`);
+    if (own(attrs, k) !== v) throw new ValidationError(`Achievement "${achievement.key}" is not available to user ${JSON.stringify(user.id)} (needs ${k}=${v}).`);
   }
   completeApiAchievement(step, achievement);
   finish(step, null, 0, undefined);
-  const completion = step.state.achievements[achievement.key] as { completionId: string };
+  const completion = own(step.state.achievements, achievement.key) as { completionId: string };
   const unlocked = unlockedViews(step);
   return {
     state: sealState(step),

@@ -12,9 +12,9 @@ import type { Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, Leve
 const HOUR_MS = 3_600_000;
 
 /** A points system's state before any award. */
-export const emptyPointsState = (): PointsState => ({ total: 0, metric: record(), time: record() });
+export const emptyPointsState = (): PointsState => ({ total: 0, metric: {}, time: {} });
 
-const EMPTY_POINTS: PointsState = Object.freeze({ total: 0, metric: Object.freeze(record<{ sum: number; hw: number }>()), time: Object.freeze(record<number>()) });
+const EMPTY_POINTS: PointsState = Object.freeze({ total: 0, metric: Object.freeze({}), time: Object.freeze({}) });
 
 /** The user's state in a system (empty for a system configured after the user was created). Read only. */
 export function pointsState(state: UserState, key: string): PointsState {

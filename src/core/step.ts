@@ -18,7 +18,7 @@ export interface Step {
    */
   readonly state: UserState;
   /** Records of `state` this call created or copied: the only ones it may write. */
-  readonly owned: Set<object>;
+  readonly owned: Owned;
   readonly now: Date;
   readonly nowIso: string;
   readonly newId: () => string;
@@ -45,7 +45,7 @@ export function userZone(cfg: LaurelConfig, state: UserState): string {
 export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId: () => string, fresh = false): Step {
   const tz = userZone(cfg, base);
   const state = fresh ? base : { ...base };
-  const owned = new Set<object>([state]);
+  const owned = new Owned(state);
   if (fresh) collectOwned(state, owned);
   const step: Step = {
     cfg,
@@ -84,7 +84,28 @@ export function refreshZone(step: Step): void {
   step.today = localDateOf(step.now, step.tz);
 }
 
-function collectOwned(state: UserState, owned: Set<object>): void {
+/**
+ * The objects a call may write: a handful, so a plain array beats a Set (whose creation alone costs more
+ * than the few lookups a call makes).
+ */
+export class Owned {
+  private readonly items: object[];
+  constructor(first: object) {
+    this.items = [first];
+  }
+  add(o: object): this {
+    this.items.push(o);
+    return this;
+  }
+  has(o: object): boolean {
+    return this.items.includes(o);
+  }
+  [Symbol.iterator](): Iterator<object> {
+    return this.items[Symbol.iterator]();
+  }
+}
+
+function collectOwned(state: UserState, owned: Owned): void {
   owned.add(state.user).add(state.user.attributes).add(state.metrics).add(state.achievementProgress).add(state.achievements).add(state.points).add(state.leaderboards);
   if (state.streak) owned.add(state.streak).add(state.streak.sums);
   for (const key in state.points) {
@@ -93,9 +114,21 @@ function collectOwned(state: UserState, owned: Set<object>): void {
   }
 }
 
-/** A copy of a record with no prototype. */
+/**
+ * A copy of a state record. State records are plain objects (V8 keeps small ones in fast mode, so a copy is
+ * a cheap clone; objects without a prototype are always slow dictionaries): every read goes through `own`, so
+ * keys like `toString` read only their own entry, and no key is ever `__proto__` (configuration keys and ids
+ * cannot be, and a stored state's are dropped when it is checked), so a write never reaches a prototype.
+ */
 export function copyRecord<T>(src: Readonly<Record<string, T>>): Record<string, T> {
-  return Object.assign(record<T>(), src);
+  return { ...src };
+}
+
+/** A state record from caller input (attributes): own entries only, `__proto__` never a key. */
+export function stateRecord<T>(src: Readonly<Record<string, T>> | null | undefined): Record<string, T> {
+  const out: Record<string, T> = {};
+  if (src) for (const k of Object.keys(src)) if (k !== '__proto__') out[k] = src[k] as T;
+  return out;
 }
 
 type RecordField = 'metrics' | 'achievementProgress' | 'achievements' | 'leaderboards';
@@ -142,7 +175,7 @@ export function ownPoints(step: Step, key: string): PointsState {
   if (current && step.owned.has(current)) return current;
   const copy: PointsState = current
     ? { total: current.total, metric: copyRecord(current.metric), time: copyRecord(current.time) }
-    : { total: 0, metric: record(), time: record() };
+    : { total: 0, metric: {}, time: {} };
   step.owned.add(copy).add(copy.metric).add(copy.time);
   all[key] = copy;
   return copy;
@@ -178,7 +211,7 @@ export function adoptState(state: UserState): UserState {
   const copy = checkedState(state);
   markAdopted(copy);
   if (FREEZE) {
-    const owned = new Set<object>([copy]);
+    const owned = new Owned(copy);
     collectOwned(copy, owned);
     for (const o of owned) Object.freeze(o);
   }
@@ -209,10 +242,11 @@ const badState = (what: string): never => {
 };
 
 function checkRecord<T>(src: unknown, what: string, copy: (v: unknown, key: string) => T): Record<string, T> {
-  const out = record<T>();
+  const out: Record<string, T> = {};
   if (src === undefined || src === null) return out;
   if (typeof src !== 'object' || Array.isArray(src)) return badState(`${what} must be an object`);
-  for (const k of Object.keys(src)) out[k] = copy((src as Record<string, unknown>)[k], k);
+  // `__proto__` is never a configured key; kept, a write to it would reach the prototype.
+  for (const k of Object.keys(src)) if (k !== '__proto__') out[k] = copy((src as Record<string, unknown>)[k], k);
   return out;
 }
 

@@ -17,7 +17,7 @@ import {
   type LocalDate,
 } from './calendar.js';
 import { addExact } from './decimal.js';
-import { own, ownStreak, record, type Step } from './step.js';
+import { own, ownStreak, type Step } from './step.js';
 import type { EventStreak, StreakPeriodRow, StreakState, StreakView, UserState } from './types.js';
 
 /** A fresh streak state (used when a streak is configured after the user was created). */
@@ -27,7 +27,7 @@ export function emptyStreak(streak: CompiledStreak): StreakState {
     started: null,
     coveredThrough: null,
     progressPeriod: null,
-    sums: record(),
+    sums: {},
     qualified: false,
     freezes: streak.freezes ? Math.min(streak.freezes.initial, streak.freezes.max) : 0,
     freezeGrants: 0,
@@ -97,7 +97,7 @@ export function recordStreakProgress(step: Step, metricKey: string, value: numbe
     if (s.progressPeriod !== null && current < s.progressPeriod) return;
     s = ownStreak(step);
     s.progressPeriod = current;
-    s.sums = record();
+    s.sums = {};
     step.owned.add(s.sums);
     s.qualified = false;
   }

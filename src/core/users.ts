@@ -8,7 +8,7 @@ import { isStorableText } from './text.js';
 import { canonicalTimeZone, isValidTimeZone } from './calendar.js';
 import { emptyPointsState } from './points.js';
 import { emptyStreak } from './streaks.js';
-import { own, ownUser, record, type Step } from './step.js';
+import { own, ownUser, stateRecord, type Step } from './step.js';
 import type { EventInput, PointsState, UserInput, UserRecord, UserState } from './types.js';
 
 const MAX_USER_ID = 255;
@@ -82,20 +82,20 @@ export function newUserState(cfg: LaurelConfig, input: UserInput, nowIso: string
     email: input.email || null,
     name: input.name || null,
     tz: input.tz ? canonicalTimeZone(input.tz) : null,
-    attributes: Object.assign(record<string>(), input.attributes),
+    attributes: stateRecord(input.attributes),
     created: nowIso,
     updated: nowIso,
   };
-  const points = record<PointsState>();
+  const points: Record<string, PointsState> = {};
   for (const ps of cfg.pointsSystems) points[ps.key] = emptyPointsState();
   return {
     user,
-    metrics: record(),
-    achievementProgress: record(),
-    achievements: record(),
+    metrics: {},
+    achievementProgress: {},
+    achievements: {},
     streak: cfg.streak ? emptyStreak(cfg.streak) : null,
     points,
-    leaderboards: record(),
+    leaderboards: {},
   };
 }
 

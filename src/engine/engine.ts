@@ -490,7 +490,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const view = viewState(config, state, context()).state;
       const out: UserAchievement[] = [];
       for (const a of config.achievements) {
-        const done = view.achievements[a.key];
+        const done = own(view.achievements, a.key);
         if (done) out.push(userAchievementView(a, view));
         else if (opts.includeIncomplete) out.push({ ...userAchievementView(a, view), progress: achievementProgress(config, a, view) });
       }
@@ -583,7 +583,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         pending.length < count
           ? await store.readLedger({ userId, kind: 'points', key: system.key, order: 'desc', limit: count - pending.length })
           : [];
-      const total = view.state.points[system.key]?.total ?? 0;
+      const total = own(view.state.points, system.key)?.total ?? 0;
       return { ...systemView(system), total, level: levelFor(system, total), awards: [...pending, ...stored.map((r) => awardOfRow(system, r))] };
     },
 
