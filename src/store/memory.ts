@@ -183,7 +183,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     for (const w of c.leaderboard) {
       const b = board(w.index);
       const before = b.entries.get(w.userId);
-      const previousRank = before ? b.tree.rank(before) : null;
+      // Indexes written `unranked` (every user's points total) are read by value ranges only: no ranks.
+      const isRanked = w.unranked !== true;
+      const previousRank = before && isRanked ? b.tree.rank(before) : null;
       if (before) {
         b.tree.remove(before);
         b.entries.delete(w.userId);
@@ -198,13 +200,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
         index: w.index,
         userId: w.userId,
         previousRank,
-        rank: after ? b.tree.rank(after) : null,
+        rank: after && isRanked ? b.tree.rank(after) : null,
         previousValue: before ? before.value : null,
         value: after ? after.value : null,
       };
       if (w.thresholdRank !== undefined) change.threshold = b.tree.at(w.thresholdRank - 1)?.value ?? 0;
       ranks.push(change);
-      if (w.unranked) continue;
+      if (!isRanked) continue;
       let byUser = history.get(w.index);
       if (!byUser) history.set(w.index, (byUser = new Map()));
       let rows = byUser.get(w.userId);
