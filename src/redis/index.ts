@@ -321,9 +321,22 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
       };
       pending.add(call);
       arm(call.deadline);
-      const send: Send = (command, ...args) => (settled ? Promise.reject(new Error(`deadline passed before ${command} was sent`)) : redis.call(command, ...args));
+      const send: Send = (command, ...args) => {
+        if (settled) return Promise.reject(new Error(`deadline passed before ${command} was sent`));
+        try {
+          return redis.call(command, ...args);
+        } catch (error) {
+          return Promise.reject(error);
+        }
+      };
+      let started: Promise<T>;
+      try {
+        started = fn(send);
+      } catch (error) {
+        started = Promise.reject(error);
+      }
       // Both outcomes are handled, so a call that fails after the deadline is never an unhandled rejection.
-      fn(send).then(
+      started.then(
         (value) => {
           if (settled) return;
           settled = true;
@@ -340,17 +353,16 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
     });
   }
 
-  async function run(send: Send, args: (string | number)[], script = SCRIPT, sha = SHA, keyCount = 3): Promise<unknown> {
-    try {
-      return await send('EVALSHA', sha, keyCount, ...args);
-    } catch (error) {
+  /** EVALSHA, and EVAL when Redis does not know the script (NOSCRIPT: a restarted or flushed server). */
+  function run(send: Send, args: (string | number)[], script = SCRIPT, sha = SHA, keyCount = 3): Promise<unknown> {
+    return send('EVALSHA', sha, keyCount, ...args).catch((error: unknown) => {
       if (!String((error as Error)?.message ?? error).includes('NOSCRIPT')) throw error;
       return send('EVAL', script, keyCount, ...args);
-    }
+    });
   }
 
-  /** Runs the writes at positions `chunk` (in that order) as one script; puts their changes into `out`. */
-  async function applyScript(send: Send, writes: readonly VersionedWrite[], chunk: readonly number[], out: RankChange[]): Promise<void> {
+  /** Runs the writes at positions `chunk` (in that order) as one script; puts their changes into `out`, and gives `out`. */
+  function applyScript(send: Send, writes: readonly VersionedWrite[], chunk: readonly number[], out: RankChange[]): Promise<RankChange[]> {
     const keyArgs: (string | number)[] = [];
     const args: (string | number)[] = [];
     for (const i of chunk) {
@@ -362,25 +374,27 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
       keyArgs.push(`${tag}z`, `${tag}h`, `${tag}r:${w.userId}`);
       args.push(w.userId, w.version, remove ? '1' : '0', memberOf(w.userId, remove ? EPOCH : w.reachedAt), String(-value || 0), String(value), w.date, ttl, w.unranked ? '0' : '1', thresholdRankOf(w) ?? '');
     }
-    const reply = await run(send, [...keyArgs, ...args], SCRIPT, SHA, keyArgs.length);
-    if (!Array.isArray(reply) || reply.length !== chunk.length * 6) throw new Error(`unexpected reply to the apply script (${chunk.length} writes)`);
-    for (let j = 0, r = 0; j < chunk.length; j++, r += 6) {
-      const i = chunk[j] as number;
-      const w = writes[i] as VersionedWrite;
-      const change: RankChange = { index: w.index, userId: w.userId, previousRank: orNull(reply[r]), rank: orNull(reply[r + 1]), previousValue: orNull(reply[r + 2]), value: orNull(reply[r + 3]) };
-      if (thresholdRankOf(w) !== null) change.threshold = reply[r + 5] === '' || reply[r + 5] == null ? 0 : -Number(reply[r + 5]) || 0;
-      out[i] = change;
-    }
+    return run(send, [...keyArgs, ...args], SCRIPT, SHA, keyArgs.length).then((reply) => {
+      if (!Array.isArray(reply) || reply.length !== chunk.length * 6) throw new Error(`unexpected reply to the apply script (${chunk.length} writes)`);
+      for (let j = 0, r = 0; j < chunk.length; j++, r += 6) {
+        const i = chunk[j] as number;
+        const w = writes[i] as VersionedWrite;
+        const change: RankChange = { index: w.index, userId: w.userId, previousRank: orNull(reply[r]), rank: orNull(reply[r + 1]), previousValue: orNull(reply[r + 2]), value: orNull(reply[r + 3]) };
+        if (thresholdRankOf(w) !== null) change.threshold = reply[r + 5] === '' || reply[r + 5] == null ? 0 : -Number(reply[r + 5]) || 0;
+        out[i] = change;
+      }
+      return out;
+    });
   }
 
   return {
-    apply: (writes: readonly VersionedWrite[]) => bounded('apply', async (send): Promise<RankChange[]> => {
+    apply: (writes: readonly VersionedWrite[]) => bounded('apply', (send): Promise<RankChange[]> => {
       const out: RankChange[] = new Array(writes.length);
       // Usually one script for all the writes (one round trip); see `chunks` for when there are more.
       const plan = chunks(writes, cluster);
-      if (plan.length === 1) await applyScript(send, writes, plan[0] as number[], out);
-      else await Promise.all(plan.map((chunk) => applyScript(send, writes, chunk, out)));
-      return out;
+      if (plan.length === 0) return Promise.resolve(out);
+      if (plan.length === 1) return applyScript(send, writes, plan[0] as number[], out);
+      return Promise.all(plan.map((chunk) => applyScript(send, writes, chunk, out))).then(() => out);
     }),
 
     getEntry: (index, userId) => bounded('getEntry', async (send): Promise<RankedEntry | null> => {
