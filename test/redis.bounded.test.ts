@@ -161,7 +161,7 @@ describe('Redis rank index: bounded time and typed failures (fake clients)', () 
     expect(sent).toHaveLength(2);
   });
 
-  it('splits a very large apply into scripts of at most 1000 writes, sent at once, each entry\'s writes kept together in order', async () => {
+  it('splits a very large apply into scripts of at most 1000 writes, run one after another in the order given', async () => {
     let inFlight = 0;
     let most = 0;
     const scripts: string[][] = [];
@@ -176,25 +176,20 @@ describe('Redis rank index: bounded time and typed failures (fake clients)', () 
           setTimeout(() => {
             inFlight -= 1;
             resolve(scriptReply(args));
-          }, 100),
+          }, 50),
         );
       },
     };
-    const index = createRedisRankIndex({ redis: slow, timeoutMs: 400 });
+    const index = createRedisRankIndex({ redis: slow, timeoutMs: 1000 });
     const writes = Array.from({ length: 2500 }, (_, i) => ({ ...write(1, i + 1), userId: `u${i}` }));
-    // Later writes to u0 and u1999 must stay with their first ones, in order.
+    // Later writes to u0 and u1999 come after their first ones, whichever script they land in.
     writes.push({ ...write(2, 7), userId: 'u0' }, { ...write(2, 7), userId: 'u1999' }, { ...write(3, 8), userId: 'u0' });
     const o = await settle(index.apply(writes));
     expect(o).toMatchObject({ ok: true });
-    expect((o as { value: unknown[] }).value).toHaveLength(2503);
-    expect(o.ms).toBeLessThan(350);
+    expect((o as { value: { userId: string }[] }).value.map((c) => c.userId)).toEqual(writes.map((w) => w.userId));
     expect(scripts.map((s) => s.length)).toEqual([1000, 1000, 503]);
-    expect(most).toBe(3);
-    const u0 = scripts.find((s) => s.includes('u0@1')) as string[];
-    expect(u0.filter((x) => x.startsWith('u0@'))).toEqual(['u0@1', 'u0@2', 'u0@3']);
-    const u1999 = scripts.find((s) => s.includes('u1999@1')) as string[];
-    expect(u1999.filter((x) => x.startsWith('u1999@'))).toEqual(['u1999@1', 'u1999@2']);
-    expect(scripts.flat().sort()).toEqual(writes.map((w) => `${w.userId}@${w.version}`).sort());
+    expect(most).toBe(1);
+    expect(scripts.flat()).toEqual(writes.map((w) => `${w.userId}@${w.version}`));
   });
 
   it('on a cluster client, sends one script per index (a script may touch one hash slot only), all at once', async () => {

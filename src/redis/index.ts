@@ -187,42 +187,34 @@ const thresholdRankOf = (w: VersionedWrite): number | null => {
   return typeof t === 'number' && Number.isSafeInteger(t) && t >= 1 ? t : null;
 };
 
-/** Most writes one script applies: a larger `apply` (a rebuild's page) runs as several scripts, sent at once. */
+/** Most writes one script applies: a larger `apply` (a rebuild's page, a big batch) runs as several scripts. */
 const MAX_SCRIPT_WRITES = 1000;
 
 /**
- * Splits an `apply` into scripts, each a list of write positions in their given order. One script holds every
- * write, unless there are more than {@link MAX_SCRIPT_WRITES} (so one script never blocks Redis for long) or
- * the client is a cluster (a script may only touch the keys of one hash slot, so one script per index). All
- * writes to one (index, user) stay in one script, in order; scripts are sent together (one round trip), as
- * the contract allows for writes to different entries.
+ * The scripts of an `apply`: groups that may run at the same time, each a list of scripts to run one after
+ * another, each script a list of write positions in their given order. Usually one group of one script: every
+ * write in one round trip. A group is cut into scripts of at most {@link MAX_SCRIPT_WRITES} writes (so one
+ * script never blocks Redis for long), run in order, so the outcome is still that of the writes one by one.
+ * On a cluster a script may only touch the keys of one hash slot: one group per index (writes to different
+ * indexes do not affect each other's ranks, so running them side by side changes no outcome).
  */
-function chunks(writes: readonly VersionedWrite[], cluster: boolean): number[][] {
-  if (writes.length === 0) return [];
-  if (!cluster && writes.length <= MAX_SCRIPT_WRITES) return [writes.map((_, i) => i)];
-  const groups = new Map<string, Map<string, number[]>>();
-  writes.forEach((w, i) => {
-    const group = cluster ? w.index : '';
-    let entries = groups.get(group);
-    if (!entries) groups.set(group, (entries = new Map()));
-    const entry = `${w.index}\u0000${w.userId}`;
-    const chain = entries.get(entry);
-    if (chain) chain.push(i);
-    else entries.set(entry, [i]);
-  });
-  const out: number[][] = [];
-  for (const entries of groups.values()) {
-    let current: number[] = [];
-    for (const chain of entries.values()) {
-      if (current.length > 0 && current.length + chain.length > MAX_SCRIPT_WRITES) {
-        out.push(current);
-        current = [];
-      }
-      current.push(...chain);
-    }
-    if (current.length > 0) out.push(current);
+function plan(writes: readonly VersionedWrite[], cluster: boolean): number[][][] {
+  const groups: number[][] = [];
+  if (!cluster) groups.push(writes.map((_, i) => i));
+  else {
+    const byIndex = new Map<string, number[]>();
+    writes.forEach((w, i) => {
+      const group = byIndex.get(w.index);
+      if (group) group.push(i);
+      else byIndex.set(w.index, [i]);
+    });
+    groups.push(...byIndex.values());
   }
-  return out.map((c) => c.sort((a, b) => a - b));
+  return groups.map((g) => {
+    const scripts: number[][] = [];
+    for (let i = 0; i < g.length; i += MAX_SCRIPT_WRITES) scripts.push(g.slice(i, i + MAX_SCRIPT_WRITES));
+    return scripts;
+  });
 }
 
 /**
@@ -390,11 +382,15 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
   return {
     apply: (writes: readonly VersionedWrite[]) => bounded('apply', (send): Promise<RankChange[]> => {
       const out: RankChange[] = new Array(writes.length);
-      // Usually one script for all the writes (one round trip); see `chunks` for when there are more.
-      const plan = chunks(writes, cluster);
-      if (plan.length === 0) return Promise.resolve(out);
-      if (plan.length === 1) return applyScript(send, writes, plan[0] as number[], out);
-      return Promise.all(plan.map((chunk) => applyScript(send, writes, chunk, out))).then(() => out);
+      if (writes.length === 0) return Promise.resolve(out);
+      const groups = plan(writes, cluster);
+      // The usual case: one script, one round trip.
+      if (groups.length === 1 && groups[0]?.length === 1) return applyScript(send, writes, groups[0][0] as number[], out);
+      return Promise.all(
+        groups.map(async (scripts) => {
+          for (const script of scripts) await applyScript(send, writes, script, out);
+        }),
+      ).then(() => out);
     }),
 
     getEntry: (index, userId) => bounded('getEntry', async (send): Promise<RankedEntry | null> => {
