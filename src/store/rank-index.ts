@@ -56,7 +56,8 @@ export interface WithRankIndexOptions {
  *
  * `loadForEvents` and `commitBatch` are there when the store has them. `commitBatch` is one `commitBatch` on
  * the store, then one `rankIndex.apply` for the leaderboard writes of every commit that went through (each
- * tagged with its commit's version): one rank-index round trip for the whole batch. Commits the store refused
+ * tagged with its commit's version): one rank-index round trip for the whole batch (on Redis, one per 1000
+ * writes), with the rank changes sequential commits would get. Commits the store refused
  * keep their `ConflictError`. If the index fails after the store committed, every committed slot reads null
  * ranks with `ranksUnavailable` (as `commit` does) and `onError` hears of it once.
  */
