@@ -157,9 +157,14 @@ return {member, string.sub(cur, s2 + 1), r}
 `;
 const GET_SHA = createHash('sha1').update(GET_SCRIPT).digest('hex');
 
+/** 4-digit hex of the code units below 256 (most user ids are ASCII). */
+const HEX4 = Array.from({ length: 256 }, (_, c) => c.toString(16).padStart(4, '0'));
 const hex16 = (s: string) => {
   let out = '';
-  for (let i = 0; i < s.length; i++) out += s.charCodeAt(i).toString(16).padStart(4, '0');
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    out += c < 256 ? (HEX4[c] as string) : c.toString(16).padStart(4, '0');
+  }
   return out;
 };
 const unhex16 = (h: string) => {
