@@ -569,6 +569,14 @@ async function memoryMeasure() {
   verdict('memBytes', `${fmt(perUser)} bytes per user, ${fmt(perEvent)} bytes per event`, '–', null);
   const ratio = last.cpu / first.cpu;
   console.log(`last / first window: ${x(ratio)} by CPU time, ${x(last.wall / first.wall)} by the wall clock, median call cost ${x(first.medianUs / last.medianUs)}`);
+  // Context for the single-window verdict (a major collection may land in either window): ten windows each.
+  const span = Math.min(10, Math.floor(windows.length / 2));
+  if (span > 1) {
+    const rateOver = (ws: typeof windows) => (ws.length * WINDOW) / ws.reduce((t, w) => t + WINDOW / w.cpu, 0);
+    const early = rateOver(windows.slice(0, span));
+    const late = rateOver(windows.slice(-span));
+    console.log(`context: the last ${fmt(span * WINDOW)} events / the first ${fmt(span * WINDOW)}: ${fmt(late)} / ${fmt(early)} events/s of CPU time = ${x(late / early)}`);
+  }
   const measured = `events ${fmt(done - WINDOW + 1)}-${fmt(done)}: ${fmt(last.cpu)}/s vs events 1-10,000: ${fmt(first.cpu)}/s (CPU time)`;
   if (stopped) {
     rows.set('memFlat', { measured: `${measured} (${stopped})`, ratio: x(ratio), verdict: 'NOT MEASURED' });
