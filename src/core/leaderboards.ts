@@ -79,9 +79,29 @@ export function boardIndex(boardKey: string, runStart: LocalDate, group: string)
   return `lb|${boardKey}|${runStart}|${group.length > 200 ? `#${stableId('group', group)}` : group}`;
 }
 
+const totalsIndexes = new Map<string, string>();
+
 /** The store index of every user's total in a points system (for level summaries and histograms). */
 export function pointsTotalsIndex(systemKey: string): string {
-  return `pt|${systemKey}`;
+  let name = totalsIndexes.get(systemKey);
+  if (name === undefined) {
+    name = `pt|${systemKey}`;
+    // Keys come from configurations; the bound only guards against a caller inventing them without end.
+    if (totalsIndexes.size < 10_000) totalsIndexes.set(systemKey, name);
+  }
+  return name;
+}
+
+// The index name of the last (run, group) used per board: the same string object call after call, so
+// stores that key maps by it hash it once.
+const lastIndex = new WeakMap<CompiledLeaderboard, { run: LocalDate; group: string; name: string }>();
+
+function indexOf(board: CompiledLeaderboard, run: LocalDate, group: string): string {
+  const last = lastIndex.get(board);
+  if (last && last.run === run && last.group === group) return last.name;
+  const name = boardIndex(board.key, run, group);
+  lastIndex.set(board, { run, group, name });
+  return name;
 }
 
 const boardViews = new WeakMap<CompiledLeaderboard, LeaderboardView>();
@@ -182,7 +202,7 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     if (value === previous && !groupMoved) continue;
     const reachedAt = value === previous && sameRun ? prior.reachedAt : step.nowIso;
     if (groupMoved) step.effects.leaderboard.push({ index: boardIndex(board.key, run.start, prior.group), userId, remove: true, date });
-    const index = boardIndex(board.key, run.start, group);
+    const index = indexOf(board, run.start, group);
     const thresholdRank = board.maxParticipants;
     if (value > 0) step.effects.leaderboard.push({ index, userId, value, reachedAt, date, thresholdRank });
     else step.effects.leaderboard.push({ index, userId, remove: true, date, thresholdRank });

@@ -135,7 +135,20 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const users = new Map<string, StoredUser>();
   // (user, metric, key) -> `eventId NUL at`: one short string per record.
   const idempotency = new Map<string, string>();
-  const ledgers = new Map<string, Ledger>();
+  // user -> `kind NUL key` -> rows. Kinds and keys are the configuration's own strings, so their hashes are
+  // cached, and a call's user id is hashed once for all its rows.
+  const ledgers = new Map<string, Map<string, Ledger>>();
+  const ledgerOf = (userId: string, kind: LedgerKind, key: string, create: boolean): Ledger | undefined => {
+    let mine = ledgers.get(userId);
+    if (!mine) {
+      if (!create) return undefined;
+      ledgers.set(userId, (mine = new Map()));
+    }
+    const k = kind === 'metric' ? key : `${kind}\u0000${key}`;
+    let rows = mine.get(k);
+    if (!rows && create) mine.set(k, (rows = new Ledger(userId, kind, key)));
+    return rows;
+  };
   const boards = new Map<string, Board>();
   const history = new Map<string, Map<string, RankHistoryRow[]>>();
   const counters = new Map<string, number>();
@@ -173,10 +186,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     users.set(c.userId, { state: c.state, version });
     if (c.idempotency) idempotency.set(joinKey(c.idempotency.userId, c.idempotency.metricKey, c.idempotency.key), `${c.idempotency.eventId}\u0000${c.idempotency.at}`);
     for (const row of c.ledger) {
-      const k = joinKey(row.userId, row.kind, row.key);
-      let rows = ledgers.get(k);
-      if (!rows) ledgers.set(k, (rows = new Ledger(row.userId, row.kind, row.key)));
-      rows.add(row);
+      (ledgerOf(row.userId, row.kind, row.key, true) as Ledger).add(row);
     }
     for (const name of Object.keys(c.counters)) counters.set(name, (counters.get(name) ?? 0) + (c.counters[name] as number));
     const ranks: RankChange[] = [];
@@ -259,7 +269,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return out;
     },
     async readLedger(q: LedgerQuery) {
-      const rows = ledgers.get(joinKey(q.userId, q.kind, q.key));
+      const rows = ledgerOf(q.userId, q.kind, q.key, false);
       if (!rows) return [];
       const start = q.from === undefined ? 0 : rows.lowerBound(Date.parse(q.from));
       const end = q.to === undefined ? rows.length : rows.lowerBound(Date.parse(q.to));
