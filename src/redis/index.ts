@@ -246,14 +246,55 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
   const cluster = redis.isCluster === true;
   const keys = (index: string) => ({ z: `${prefix}{${index}}:z`, h: `${prefix}{${index}}:h`, r: (userId: string) => `${prefix}{${index}}:r:${userId}` });
 
-  /** Sends one command, unless the call has settled or its deadline has passed (then nothing more goes out for it). */
-  type Send = (command: string, ...args: (string | number)[]) => Promise<unknown>;
-
-  /** A method call in flight: its deadline (on the monotonic clock) and how to fail it when that passes. */
+  /**
+   * One method call in flight: its deadline (on the monotonic clock) and its outcome. Once settled (answered,
+   * failed or timed out) it sends nothing more, and a late outcome is dropped. (Methods, not closures made
+   * per call: the hot path allocates one object.)
+   */
   interface Pending {
-    deadline: number;
-    expire: () => void;
+    readonly deadline: number;
+    expire(): void;
   }
+  class Call<T> implements Pending {
+    settled = false;
+    readonly deadline = performance.now() + timeoutMs;
+    readonly method: string;
+    readonly resolve: (value: T) => void;
+    readonly reject: (error: unknown) => void;
+    constructor(method: string, resolve: (value: T) => void, reject: (error: unknown) => void) {
+      this.method = method;
+      this.resolve = resolve;
+      this.reject = reject;
+    }
+    /** Sends one command, unless the call has settled. Never throws: a client that throws is a rejection. */
+    send(command: string, ...args: (string | number)[]): Promise<unknown> {
+      if (this.settled) return Promise.reject(new Error(`deadline passed before ${command} was sent`));
+      try {
+        return redis.call(command, ...args);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    succeed(value: T): void {
+      if (this.finish()) this.resolve(value);
+    }
+    fail(error: unknown): void {
+      if (this.finish()) this.reject(storageError(`Redis rank index: ${this.method}`, error));
+    }
+    expire(): void {
+      if (this.finish()) this.reject(new StorageUnavailableError(`Redis rank index: ${this.method} timed out after ${timeoutMs} ms`));
+    }
+    /** Settles the call; false when it had settled already. */
+    private finish(): boolean {
+      if (this.settled) return false;
+      this.settled = true;
+      pending.delete(this);
+      return true;
+    }
+  }
+  /** What a method's body gets to send commands with. */
+  type Sender = Pick<Call<unknown>, 'send'>;
+
   /**
    * Calls in flight, in the order they started. Every call gets the same `timeoutMs`, so this is also the
    * order of their deadlines: one timer, set for the earliest, serves them all. It is not cleared when a
@@ -299,67 +340,39 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
    * Runs one method call under one deadline. On timeout or on any client error it rejects with
    * `StorageUnavailableError` (the client's error as `cause`); once it has settled, it sends nothing more.
    */
-  function bounded<T>(method: string, fn: (send: Send) => Promise<T>): Promise<T> {
+  function bounded<T>(method: string, fn: (call: Sender) => Promise<T>): Promise<T> {
     const status = redis.status;
     if (status === 'reconnecting' || status === 'close' || status === 'end') {
       return Promise.reject(new StorageUnavailableError(`Redis rank index: ${method} failed: the Redis client is ${status === 'reconnecting' ? 'reconnecting' : 'disconnected'} (status ${status})`));
     }
     return new Promise<T>((resolve, reject) => {
-      // Settled (answered, failed or timed out): nothing more goes out for this call, and a late outcome is dropped.
-      let settled = false;
-      const call: Pending = {
-        deadline: performance.now() + timeoutMs,
-        expire: () => {
-          if (settled) return;
-          settled = true;
-          pending.delete(call);
-          reject(new StorageUnavailableError(`Redis rank index: ${method} timed out after ${timeoutMs} ms`));
-        },
-      };
+      const call = new Call<T>(method, resolve, reject);
       pending.add(call);
       arm(call.deadline);
-      const send: Send = (command, ...args) => {
-        if (settled) return Promise.reject(new Error(`deadline passed before ${command} was sent`));
-        try {
-          return redis.call(command, ...args);
-        } catch (error) {
-          return Promise.reject(error);
-        }
-      };
       let started: Promise<T>;
       try {
-        started = fn(send);
+        started = fn(call);
       } catch (error) {
         started = Promise.reject(error);
       }
       // Both outcomes are handled, so a call that fails after the deadline is never an unhandled rejection.
       started.then(
-        (value) => {
-          if (settled) return;
-          settled = true;
-          pending.delete(call);
-          resolve(value);
-        },
-        (error: unknown) => {
-          if (settled) return;
-          settled = true;
-          pending.delete(call);
-          reject(storageError(`Redis rank index: ${method}`, error));
-        },
+        (value) => call.succeed(value),
+        (error: unknown) => call.fail(error),
       );
     });
   }
 
   /** EVALSHA, and EVAL when Redis does not know the script (NOSCRIPT: a restarted or flushed server). */
-  function run(send: Send, args: (string | number)[], script = SCRIPT, sha = SHA, keyCount = 3): Promise<unknown> {
-    return send('EVALSHA', sha, keyCount, ...args).catch((error: unknown) => {
+  function run(call: Sender, args: (string | number)[], script = SCRIPT, sha = SHA, keyCount = 3): Promise<unknown> {
+    return call.send('EVALSHA', sha, keyCount, ...args).catch((error: unknown) => {
       if (!String((error as Error)?.message ?? error).includes('NOSCRIPT')) throw error;
-      return send('EVAL', script, keyCount, ...args);
+      return call.send('EVAL', script, keyCount, ...args);
     });
   }
 
   /** Runs the writes at positions `chunk` (in that order) as one script; puts their changes into `out`, and gives `out`. */
-  function applyScript(send: Send, writes: readonly VersionedWrite[], chunk: readonly number[], out: RankChange[]): Promise<RankChange[]> {
+  function applyScript(call: Sender, writes: readonly VersionedWrite[], chunk: readonly number[], out: RankChange[]): Promise<RankChange[]> {
     const keyArgs: (string | number)[] = [];
     const args: (string | number)[] = [];
     for (const i of chunk) {
@@ -371,7 +384,7 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
       keyArgs.push(`${tag}z`, `${tag}h`, `${tag}r:${w.userId}`);
       args.push(w.userId, w.version, remove ? '1' : '0', memberOf(w.userId, remove ? EPOCH : w.reachedAt), String(-value || 0), String(value), w.date, ttl, w.unranked ? '0' : '1', thresholdRankOf(w) ?? '');
     }
-    return run(send, [...keyArgs, ...args], SCRIPT, SHA, keyArgs.length).then((reply) => {
+    return run(call, [...keyArgs, ...args], SCRIPT, SHA, keyArgs.length).then((reply) => {
       if (!Array.isArray(reply) || reply.length !== chunk.length * 6) throw new Error(`unexpected reply to the apply script (${chunk.length} writes)`);
       for (let j = 0, r = 0; j < chunk.length; j++, r += 6) {
         const i = chunk[j] as number;
@@ -385,32 +398,32 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
   }
 
   return {
-    apply: (writes: readonly VersionedWrite[]) => bounded('apply', (send): Promise<RankChange[]> => {
+    apply: (writes: readonly VersionedWrite[]) => bounded('apply', (call): Promise<RankChange[]> => {
       const out: RankChange[] = new Array(writes.length);
       if (writes.length === 0) return Promise.resolve(out);
       const groups = plan(writes, cluster);
       // The usual case: one script, one round trip.
-      if (groups.length === 1 && groups[0]?.length === 1) return applyScript(send, writes, groups[0][0] as number[], out);
+      if (groups.length === 1 && groups[0]?.length === 1) return applyScript(call, writes, groups[0][0] as number[], out);
       return Promise.all(
         groups.map(async (scripts) => {
-          for (const script of scripts) await applyScript(send, writes, script, out);
+          for (const script of scripts) await applyScript(call, writes, script, out);
         }),
       ).then(() => out);
     }),
 
-    getEntry: (index, userId) => bounded('getEntry', async (send): Promise<RankedEntry | null> => {
+    getEntry: (index, userId) => bounded('getEntry', async (call): Promise<RankedEntry | null> => {
       // One script, so a write between reading the entry and ranking it cannot make a present entry read null.
       const k = keys(index);
-      const reply = (await run(send, [k.z, k.h, userId], GET_SCRIPT, GET_SHA, 2)) as [string, string, number] | null;
+      const reply = (await run(call, [k.z, k.h, userId], GET_SCRIPT, GET_SHA, 2)) as [string, string, number] | null;
       if (!reply) return null;
       const [member, value, rank] = reply;
       return { userId, value: Number(value), reachedAt: parseMember(String(member)).reachedAt, rank: Number(rank) + 1 };
     }),
 
-    readRange: (index, offset, limit) => bounded('readRange', async (send) => {
+    readRange: (index, offset, limit) => bounded('readRange', async (call) => {
       const from = Math.max(0, offset);
       if (limit <= 0) return [];
-      const reply = (await send('ZRANGE', keys(index).z, from, from + limit - 1, 'WITHSCORES')) as unknown[];
+      const reply = (await call.send('ZRANGE', keys(index).z, from, from + limit - 1, 'WITHSCORES')) as unknown[];
       // RESP2 replies flat [member, score, ...]; RESP3 nests [[member, score], ...].
       const flat = reply.flatMap((x) => (Array.isArray(x) ? x : [x])).map(String);
       const out: RankedEntry[] = [];
@@ -421,27 +434,27 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
       return out;
     }),
 
-    countEntries: (index, range) => bounded('countEntries', async (send) => {
+    countEntries: (index, range) => bounded('countEntries', async (call) => {
       const z = keys(index).z;
-      if (!range || (range.min === undefined && range.max === undefined)) return Number(await send('ZCARD', z));
+      if (!range || (range.min === undefined && range.max === undefined)) return Number(await call.send('ZCARD', z));
       // value >= min  <=>  score <= -min;  value < max  <=>  score > -max
       const low = range.max === undefined ? '-inf' : `(${-range.max}`;
       const high = range.min === undefined ? '+inf' : String(-range.min);
-      return Number(await send('ZCOUNT', z, low, high));
+      return Number(await call.send('ZCOUNT', z, low, high));
     }),
 
-    readRankHistory: (index, userId, limit) => bounded('readRankHistory', async (send): Promise<RankHistoryRow[]> => {
+    readRankHistory: (index, userId, limit) => bounded('readRankHistory', async (call): Promise<RankHistoryRow[]> => {
       if (limit <= 0) return [];
-      const rows = (await send('LRANGE', keys(index).r(userId), 0, limit - 1)) as string[];
+      const rows = (await call.send('LRANGE', keys(index).r(userId), 0, limit - 1)) as string[];
       return rows.map((row) => {
         const [date = '', previousRank, rank, previousValue, value] = row.split('|');
         return { date, previousRank: orNull(previousRank), rank: orNull(rank), previousValue: orNull(previousValue), value: orNull(value) };
       });
     }),
 
-    scanUsers: (index, cursor, count) => bounded('scanUsers', async (send) => {
+    scanUsers: (index, cursor, count) => bounded('scanUsers', async (call) => {
       // HSCAN of the hash: a removed entry stays there as "version||" (to refuse older writes) and is skipped.
-      const reply = (await send('HSCAN', keys(index).h, cursor, 'COUNT', Math.max(1, Math.floor(count) || 1))) as [unknown, unknown[]];
+      const reply = (await call.send('HSCAN', keys(index).h, cursor, 'COUNT', Math.max(1, Math.floor(count) || 1))) as [unknown, unknown[]];
       const flat = (reply[1] ?? []).flatMap((x) => (Array.isArray(x) ? x : [x])).map(String);
       const users: { userId: string; version: number }[] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) {
