@@ -46,6 +46,18 @@ const arbEvents = arbEventSequence(batchConfig, { users: ['u1', 'u2', 'u3', 'u4'
     list.map((e, i) => (bad.includes(i) ? (i % 2 ? { ...e, value: Number.NaN } : { ...e, metricKey: 'nope' }) : e)),
   ),
 );
+/** The memory store as a minimal custom store: no optional methods, no thresholds in its commit results. */
+function bareStore(store: Store): Store {
+  const { commitBatch: _c, loadForEvents: _l, ...rest } = store as Store & { userCount: number };
+  return {
+    ...rest,
+    async commit(c) {
+      const result = await store.commit(c);
+      return { ...result, ranks: result.ranks.map(({ threshold: _t, ...change }) => change) };
+    },
+  };
+}
+
 const toBatch = (e: ArbEvent) => ({ metricKey: e.metricKey, user: e.user, value: e.value, ...(e.attributes ? { attributes: e.attributes } : {}), ...(e.idempotencyKey !== undefined ? { idempotencyKey: e.idempotencyKey } : {}) });
 
 async function snapshot(store: Store, users: string[]) {
@@ -83,6 +95,16 @@ describe('recordEvents', () => {
           i += size;
         }
         expect(JSON.parse(JSON.stringify(actual))).toEqual(JSON.parse(JSON.stringify(expected)));
+        // A store with neither commitBatch nor loadForEvents nor thresholds in its commits: the same again.
+        const plain = bareStore(createMemoryStore());
+        const fallback = engineOn(plain, stepMs);
+        const viaFallback: Outcome[] = [];
+        for (let i = 0, k = 0; i < events.length; k++) {
+          const size = sizes[k % sizes.length] as number;
+          viaFallback.push(...(await fallback.recordEvents(events.slice(i, i + size).map(toBatch))).map((r): Outcome => (r.ok ? r : { ok: false, code: r.error.code })));
+          i += size;
+        }
+        expect(JSON.parse(JSON.stringify(viaFallback))).toEqual(JSON.parse(JSON.stringify(expected)));
         const users = ['u1', 'u2', 'u3', 'u4'];
         expect(await snapshot(batchStore, users)).toEqual(await snapshot(singleStore, users));
         for (const board of ['lb|streaks|2024-01-01|', 'lb|xp|2024-01-01|']) expect(await batchStore.readRange(board, 0, 10)).toEqual(await singleStore.readRange(board, 0, 10));
@@ -127,6 +149,32 @@ describe('recordEvents', () => {
     expect(results.map((r) => (r.ok ? r.response.total : r.error.code))).toEqual([103, 3, 107]);
     expect((await store.loadUser('busy'))?.state.metrics.lessons).toBe(107);
     expect((await store.loadUser('calm'))?.version).toBe(1);
+  });
+
+  it('a storage fault fails the user\'s commit and every later event of that user in the batch, replays included', async () => {
+    let failOnce = true;
+    const store = createMemoryStore({
+      beforeCommit: () => {
+        if (failOnce) {
+          failOnce = false;
+          throw new Error('connection reset');
+        }
+      },
+    });
+    const engine = engineOn(store, 60_000);
+    const results = await engine.recordEvents([
+      { metricKey: 'lessons', user: { id: 'u' }, value: 5, idempotencyKey: 'msg-1' },
+      { metricKey: 'lessons', user: { id: 'u' }, value: 5, idempotencyKey: 'msg-1' },
+      { metricKey: 'quizzes', user: { id: 'u' }, value: 9 },
+    ]);
+    expect(results.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual(['STORAGE_UNAVAILABLE', 'STORAGE_UNAVAILABLE', 'STORAGE_UNAVAILABLE']);
+    expect(await store.loadUser('u')).toBeNull();
+    // Sent again, the events apply once.
+    const again = await engine.recordEvents([
+      { metricKey: 'lessons', user: { id: 'u' }, value: 5, idempotencyKey: 'msg-1' },
+      { metricKey: 'lessons', user: { id: 'u' }, value: 5, idempotencyKey: 'msg-1' },
+    ]);
+    expect(again.map((r) => (r.ok ? [r.response.total, r.response.idempotentReplayed] : r.error.code))).toEqual([[5, false], [5, true]]);
   });
 
   it('refuses a non-array and more than 10,000 events, recording nothing', async () => {
@@ -175,6 +223,27 @@ describe('immutable states', () => {
       }),
       { numRuns: 150 },
     );
+  });
+
+  it('getUser hands out a copy: changing it changes nothing stored', async () => {
+    const store = createMemoryStore();
+    const engine = engineOn(store, 1000);
+    await engine.identifyUser({ id: 'c', attributes: {} });
+    const user = await engine.getUser('c');
+    user.tz = 'Not/AZone';
+    user.attributes.plan = 'pro';
+    expect((await engine.getUser('c')).tz).toBeNull();
+    expect((await engine.recordEvent('lessons', { user: { id: 'c' }, value: 1 })).total).toBe(1);
+  });
+
+  it('a descriptor clone of a state is checked again, like any state from outside the core', () => {
+    const newId = sequentialIds();
+    const { state } = applyEvent(batchConfig, null, { metricKey: 'lessons', user: { id: 'd' }, value: 1 }, { now: new Date(START), newId });
+    // Copies every own property, the core's mark included, with one change (as Immer's strict mode would).
+    const descriptors = Object.getOwnPropertyDescriptors(state) as PropertyDescriptorMap;
+    descriptors.user = { value: { ...state.user, tz: 'Not/AZone' }, enumerable: true, writable: true, configurable: true };
+    const broken = Object.defineProperties({}, descriptors) as UserState;
+    expect(() => applyEvent(batchConfig, broken, { metricKey: 'lessons', user: { id: 'd' }, value: 1 }, { now: new Date(START), newId })).toThrow(/prior state/);
   });
 
   it('a state shares every record the call did not change with its prior', () => {

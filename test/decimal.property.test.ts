@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { addDecimal, compareDecimal, decimalOf } from '../src/index.js';
-import { floorDivideDecimal, subtractDecimal } from '../src/core/decimal.js';
+import { addExact, floorDivideDecimal, floorDivideExact, subtractDecimal } from '../src/core/decimal.js';
 
 // A reference on BigInt only: value = m / 10^s.
 const ref = (text: string) => {
@@ -59,5 +59,34 @@ describe('exact decimals', () => {
     expect(addDecimal('0.1', '0.2')).toBe('0.3');
     expect(addDecimal('99999999999999999999', '1')).toBe('100000000000000000000');
     expect(addDecimal('0.000000000000000001', '1')).toBe('1.000000000000000001');
+  });
+});
+
+describe('number arithmetic of states (addExact, floorDivideExact)', () => {
+  // Short decimals of every scale, around the bounds of the integer path (2^51 scaled, 1e15 digits).
+  const arbShort = fc.oneof(
+    fc.tuple(fc.integer({ min: -(2 ** 31), max: 2 ** 31 }), fc.integer({ min: 0, max: 2 ** 21 }), fc.integer({ min: 0, max: 15 })).map(([hi, lo, s]) => (hi * 2 ** 21 + lo) / 10 ** s),
+    fc.integer({ min: -1e9, max: 1e9 }).map((n) => n / 100),
+    fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e16, max: 1e16 }),
+    fc.constantFrom(0.1, 0.2, 0.3, 1e-7, 2 ** 53 - 1, -(2 ** 53 - 1), 0.30000000000000004, -2023.33540907069, 36113.2569008947, -36776086697.1935, -0.00036),
+  );
+  it('addExact(a, b) is the number nearest the exact decimal sum of String(a) and String(b)', () => {
+    fc.assert(
+      fc.property(arbShort, arbShort, (a, b) => {
+        const expected = Number(addDecimal(String(a), String(b)));
+        expect(addExact(a, b) + 0).toBe(expected + 0);
+      }),
+      { numRuns: 30_000 },
+    );
+    expect(addExact(-2023.33540907069, 36113.2569008947)).toBe(34089.92149182401);
+    expect(addExact(-36776086697.1935, -0.00036)).toBe(Number(addDecimal('-36776086697.1935', '-0.00036')));
+  });
+  it('floorDivideExact(a, b) is floorDivideDecimal on the same decimals', () => {
+    fc.assert(
+      fc.property(arbShort, arbShort.filter((b) => b > 0), (a, b) => {
+        expect(floorDivideExact(a, b) + 0).toBe(floorDivideDecimal(String(a), String(b)) + 0);
+      }),
+      { numRuns: 50_000 },
+    );
   });
 });

@@ -69,6 +69,29 @@ describe('runs of time grants', () => {
     );
   }, 120_000);
 
+  it('a summary counts a run that a zone change dated before rows already written', async () => {
+    const config = defineConfig({
+      timeZone: 'UTC',
+      metrics: [{ key: 'm', name: 'M' }],
+      pointsSystems: [{ key: 'e', name: 'E', triggers: [{ type: 'time', timeUnit: 'day', timeInterval: 1, points: 1 }, { type: 'metric', metricKey: 'm', metricThreshold: 1, points: 10 }] }],
+    });
+    let now = Date.parse('2026-03-05T03:01:00Z');
+    const engine = createEngine({ config, store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });
+    await engine.recordEvent('m', { user: { id: 'u' }, value: 1 });
+    now = Date.parse('2026-03-05T06:00:00Z');
+    await engine.recordEvent('m', { user: { id: 'u' }, value: 1 });
+    now = Date.parse('2026-03-08T12:00:00Z');
+    // New York midnights: the grants now fall due from 2026-03-05T05:00Z, before the second event's row.
+    await engine.identifyUser({ id: 'u', tz: 'America/New_York' });
+    expect((await engine.getPointsSummary('u', 'e')).total).toBe(24);
+    const rows = await engine.getPointsEventSummary('u', 'e', { aggregation: 'daily', startDate: '2026-03-06', endDate: '2026-03-08' });
+    expect(rows.map((r) => [r.date, r.total, r.change])).toEqual([
+      ['2026-03-06', 22, 2],
+      ['2026-03-07', 23, 1],
+      ['2026-03-08', 24, 1],
+    ]);
+  });
+
   it('a year idle costs one award and one ledger row, and a small response', async () => {
     const config = configOf([{ type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }], null, 'Europe/Paris');
     let now = START;

@@ -188,10 +188,13 @@ function scaleOf(x: number): number {
   return -1;
 }
 
-/** `x * 10^s` as an exact integer, or NaN when it would not be exact (`x` has at most `s` decimals). */
+/**
+ * `x * 10^s` as an exact integer, or NaN when it might not be (`x` has at most `s` decimals). Below 2^51 the
+ * product's rounding error stays under 0.5, so rounding gives the integer `x` denotes; above, it may not.
+ */
 function scaled(x: number, s: number): number {
   const v = Math.round(x * (POW10[s] as number));
-  return Math.abs(v) < 4e15 ? v : NaN;
+  return Math.abs(v) < 2 ** 51 ? v : NaN;
 }
 
 /**
@@ -207,7 +210,8 @@ export function addExact(a: number, b: number): number {
   } else if (sa >= 0 && sb >= 0) {
     const s = sa > sb ? sa : sb;
     const r = scaled(a, s) + scaled(b, s);
-    if (Math.abs(r) < 4e15) return r / (POW10[s] as number);
+    // Both addends are exact integers below 2^51, so their sum is exact; one division rounds it once.
+    if (Math.abs(r) < 2 ** 52) return r / (POW10[s] as number);
   }
   return Number(addDecimal(a, b));
 }

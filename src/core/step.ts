@@ -191,8 +191,10 @@ const FREEZE = (globalThis as { process?: { env?: Record<string, string | undefi
  * spreads leave it out, so a copy made outside the core is checked again.
  */
 const ADOPTED = Symbol('laurel.adopted');
-const markAdopted = (state: UserState) => Object.defineProperty(state, ADOPTED, { value: true });
-const isAdopted = (state: object) => (state as { [ADOPTED]?: boolean })[ADOPTED] === true && Object.hasOwn(state, ADOPTED);
+// The mark's value is the state itself, so a copy that carries the property over (a descriptor clone) is
+// not taken for a checked state.
+const markAdopted = (state: UserState) => Object.defineProperty(state, ADOPTED, { value: state });
+const isAdopted = (state: object) => (state as { [ADOPTED]?: unknown })[ADOPTED] === state;
 
 /** Ends a call: freezes (outside production) what it created and marks the state as a checked one. */
 export function sealState(step: Step): UserState {

@@ -112,27 +112,36 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
     }
     if (commits.length === 0) return;
 
-    let outcomes: (BatchCommitOutcome | LaurelError)[];
-    try {
-      outcomes = await commitAll(store, commits.map((p) => p.commit as Commit));
-    } catch (error) {
-      // A server fault fails every event that was to be committed, with the store's typed error.
-      for (const p of commits) results[p.at] = { ok: false, error: error as LaurelError };
-      return;
-    }
+    // A fault fails a user's first unapplied commit and, with it, every later event of that user in the
+    // batch: their replays and refusals were decided on a state that now never was.
+    const failed = new Map<string, { at: number; error: LaurelError }>();
+    const fail = (p: Pending, error: LaurelError) => {
+      if (!failed.has(p.event.user.id)) failed.set(p.event.user.id, { at: p.at, error });
+    };
     const conflicted = new Set<string>();
     const committed = new Set<Pending>();
-    for (const [i, p] of commits.entries()) {
-      const outcome = outcomes[i] as BatchCommitOutcome | LaurelError;
+    const settle = async (p: Pending, outcome: BatchCommitOutcome | LaurelError) => {
       if (isLaurelErrorCode(outcome, 'CONFLICT')) {
         conflicted.add(p.event.user.id);
       } else if (isLaurelError(outcome)) {
-        results[p.at] = { ok: false, error: outcome };
+        fail(p, outcome);
       } else {
         committed.add(p);
         await deps.fillRanks(p.response as EventResponse, (p.commit as Commit).state, outcome as CommitResult);
         results[p.at] = { ok: true, response: p.response as EventResponse };
       }
+    };
+    try {
+      // Without commitBatch each commit's ranks are filled right after it, as one by one.
+      const outcomes = await commitAll(store, commits.map((p) => p.commit as Commit), (i, outcome) => settle(commits[i] as Pending, outcome));
+      if (outcomes) for (const [i, p] of commits.entries()) await settle(p, outcomes[i] as BatchCommitOutcome);
+    } catch (error) {
+      if (!isLaurelError(error)) throw error;
+      // commitBatch rejected: nothing of the batch was applied.
+      for (const p of commits) fail(p, error);
+    }
+    for (const [userId, { at, error }] of failed) {
+      for (const p of byUser.get(userId) as Pending[]) if (p.at >= at) results[p.at] = { ok: false, error };
     }
     // Another writer got to these users first: everything after their last applied commit (replays and
     // refusals included, which were decided on a state that is no longer current) goes again, one by one
@@ -167,29 +176,31 @@ async function loadAll(store: Store, userIds: string[], lookups: { userId: strin
 }
 
 /**
- * `commitBatch` when the store has it (all or nothing on a fault: it rejects). Else one commit after
- * another: a user's later commits are refused after a conflict, and a fault fails its commit and every
- * later one (not attempted), while the earlier ones stay applied and are reported so.
+ * `commitBatch` when the store has it (all or nothing on a fault: it rejects), returning the outcomes. Else
+ * one commit after another, each outcome handed to `each` as it comes (and nothing returned): a user's later
+ * commits are refused after a conflict, and a fault fails its commit and every later one (not attempted),
+ * while the earlier ones stay applied and are reported so.
  */
-async function commitAll(store: Store, commits: Commit[]): Promise<(BatchCommitOutcome | LaurelError)[]> {
+async function commitAll(store: Store, commits: Commit[], each: (i: number, outcome: BatchCommitOutcome | LaurelError) => Promise<void>): Promise<BatchCommitOutcome[] | null> {
   if (store.commitBatch) return store.commitBatch(commits);
-  const out: (BatchCommitOutcome | LaurelError)[] = [];
   const refused = new Map<string, LaurelError>();
   let fault: LaurelError | null = null;
-  for (const c of commits) {
+  for (const [i, c] of commits.entries()) {
+    let outcome: BatchCommitOutcome | LaurelError;
     const earlier = fault ?? refused.get(c.userId);
     if (earlier) {
-      out.push(earlier);
-      continue;
+      outcome = earlier;
+    } else {
+      try {
+        outcome = await store.commit(c);
+      } catch (error) {
+        if (!isLaurelError(error)) throw error;
+        if (error.code === 'CONFLICT') refused.set(c.userId, error);
+        else fault = error;
+        outcome = error;
+      }
     }
-    try {
-      out.push(await store.commit(c));
-    } catch (error) {
-      if (!isLaurelError(error)) throw error;
-      if (error.code === 'CONFLICT') refused.set(c.userId, error);
-      else fault = error;
-      out.push(error);
-    }
+    await each(i, outcome);
   }
-  return out;
+  return null;
 }

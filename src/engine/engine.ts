@@ -452,7 +452,8 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     /** A user's record. @throws {NotFoundError} for an unknown user. */
     async getUser(userId: string): Promise<UserView> {
       const { state } = await loadOrThrow(userId);
-      return state.user;
+      // A copy: the state is an immutable value a store may share (the memory store does).
+      return { ...state.user, attributes: { ...state.user.attributes } };
     },
 
     /**
@@ -727,10 +728,14 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     const { starts, bounds } = summaryPeriods(options, tz, config.weekStartsOn);
     const from = bounds[0] as string;
     const to = bounds[bounds.length - 1] as string;
-    const [before] = await store.readLedger({ userId, kind, key, to: from, order: 'desc', limit: 1 });
-    const rows = await store.readLedger({ userId, kind, key, from, to, order: 'asc' });
+    // A run of time grants that starts before the range may reach into it. Rows are dated in order except
+    // after a zone change, which can date a grant up to about two days before rows already written; so every
+    // run that can reach into the range is among the rows of the three days before it or the last row before
+    // those, and all of them are spread.
+    const lookBack = kind === 'points' ? new Date(Date.parse(from) - 3 * 86_400_000).toISOString() : from;
+    const [before] = await store.readLedger({ userId, kind, key, to: lookBack, order: 'desc', limit: 1 });
+    const rows = await store.readLedger({ userId, kind, key, from: lookBack, to, order: 'asc' });
     const dated = (r: LedgerRow): DatedTotal => ({ at: r.at, total: r.total, delta: r.delta, grants: (r.data as AwardRow | null)?.grants });
-    // The row before the range may be a run of time grants reaching into it: spread it like the others.
     const points = spreadGrants([...(before ? [dated(before)] : []), ...rows.map(dated), ...pending], bounds);
     let baseline = 0;
     const inside: { at: string; total: number }[] = [];

@@ -154,6 +154,8 @@ export interface Store {
    *   version happens to match again (another writer may have moved the user by exactly one version).
    * - Any other failure (a server fault) rejects the whole call; the store MUST then have applied either all
    *   the commits it would have applied, or none of them, and MAY leave it unknown which (as `commit`).
+   * - SHOULD report `threshold` for every write that asks for it (`thresholdRank`): the engine otherwise reads
+   *   thresholds after the whole batch, which differs from one by one when a board is full.
    */
   commitBatch?(commits: readonly Commit[]): Promise<BatchCommitOutcome[]>;
 
