@@ -96,7 +96,8 @@ export function pointsTotalsIndex(systemKey: string): string {
 // stores that key maps by it hash it once.
 const lastIndex = new WeakMap<CompiledLeaderboard, { run: LocalDate; group: string; name: string }>();
 
-function indexOf(board: CompiledLeaderboard, run: LocalDate, group: string): string {
+/** `boardIndex` for a board, reusing the name of its last (run, group) when they are the same. */
+export function boardIndexOf(board: CompiledLeaderboard, run: LocalDate, group: string): string {
   const last = lastIndex.get(board);
   if (last && last.run === run && last.group === group) return last.name;
   const name = boardIndex(board.key, run, group);
@@ -202,7 +203,7 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     if (value === previous && !groupMoved) continue;
     const reachedAt = value === previous && sameRun ? prior.reachedAt : step.nowIso;
     if (groupMoved) step.effects.leaderboard.push({ index: boardIndex(board.key, run.start, prior.group), userId, remove: true, date });
-    const index = indexOf(board, run.start, group);
+    const index = boardIndexOf(board, run.start, group);
     const thresholdRank = board.maxParticipants;
     if (value > 0) step.effects.leaderboard.push({ index, userId, value, reachedAt, date, thresholdRank });
     else step.effects.leaderboard.push({ index, userId, remove: true, date, thresholdRank });

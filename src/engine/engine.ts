@@ -12,6 +12,7 @@ import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, check
 import { isValidLocalDate, localDateOf } from '../core/calendar.js';
 import {
   boardIndex,
+  boardIndexOf,
   boardStatus,
   groupOf,
   leaderboardView,
@@ -47,7 +48,7 @@ import type {
 import { own } from '../core/step.js';
 import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
 import { createMemoryStore } from '../store/memory.js';
-import type { CommitResult, Store, VersionedState } from '../store/types.js';
+import type { CommitResult, RankChange, Store, VersionedState } from '../store/types.js';
 import { recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
 import { KeyedLock } from './lock.js';
 import { foldSummary, spreadGrants, summaryPeriods, validateSummaryOptions, type DatedTotal, type SummaryOptions, type SummaryRow } from './summaries.js';
@@ -264,12 +265,20 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
    */
   async function fillRanks(boards: Record<string, EventLeaderboard>, state: UserState, result: CommitResult): Promise<void> {
     const index = { down: result.ranksUnavailable === true };
-    for (const [key, entry] of Object.entries(boards)) {
+    // The first and last rank change of this user per index, found in one pass over the commit's changes.
+    const firstOf = new Map<string, RankChange>();
+    const lastOf = new Map<string, RankChange>();
+    for (const r of result.ranks) {
+      if (r.userId !== state.user.id) continue;
+      if (!firstOf.has(r.index)) firstOf.set(r.index, r);
+      lastOf.set(r.index, r);
+    }
+    for (const key in boards) {
+      const entry = boards[key] as EventLeaderboard;
       const b = board(key);
-      const name = boardIndex(key, entry.start, groupOf(b, state.user.attributes));
-      const changes = result.ranks.filter((r) => r.index === name && r.userId === state.user.id);
-      const first = changes[0];
-      const last = changes[changes.length - 1];
+      const name = boardIndexOf(b, entry.start, groupOf(b, state.user.attributes));
+      const first = firstOf.get(name);
+      const last = lastOf.get(name);
       entry.previousRank = capRank(b, first?.previousRank);
       entry.rank = capRank(b, last?.rank);
       // A store that reports the threshold in its commit saves the read after it.
