@@ -270,4 +270,218 @@ END
 $fn$;
 `,
   },
+  {
+    id: '004_index_sizes',
+    sql: `-- Laurel schema, version 4. "{{schema}}" is replaced by the store's schema name (default "laurel").
+
+-- utf16_hex, same results, cheaper: it is evaluated on every entry write (the generated user_utf16 column)
+-- and by rank counts, and a plpgsql function keeps its plans for the session where a SQL function that
+-- cannot be inlined is planned again by every statement that calls it. Printable ASCII (the common case)
+-- takes a fast path: each byte is its own code unit.
+CREATE OR REPLACE FUNCTION "{{schema}}".utf16_hex(s text) RETURNS text
+  LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+  AS $fn$
+BEGIN
+  IF s ~ '^[ -~]*$' THEN
+    RETURN regexp_replace(encode(convert_to(s, 'UTF8'), 'hex'), '(..)', '00\\1', 'g');
+  END IF;
+  RETURN (SELECT coalesce(string_agg(CASE WHEN ascii(c) < 65536 THEN lpad(to_hex(ascii(c)), 4, '0') ELSE to_hex(55232 + (ascii(c) >> 10)) || to_hex(56320 + (ascii(c) & 1023)) END, '' ORDER BY i), '') FROM unnest(string_to_array(s, NULL)) WITH ORDINALITY AS u(c, i));
+END
+$fn$;
+
+-- Entries per index, so that a threshold (the value at rank maxParticipants) is 0 without any scan while the
+-- index holds fewer entries than that rank. Kept by commit_batch, which adds its inserted and deleted
+-- entries at the end of its statement, one row per index in index order (after users, entries and rank
+-- history; before counters), so batches running side by side cannot deadlock on them. Entries writers are
+-- held off while the counts are filled in.
+CREATE TABLE IF NOT EXISTS "{{schema}}".index_sizes (
+  idx text COLLATE "C" PRIMARY KEY,
+  n bigint NOT NULL
+);
+LOCK TABLE "{{schema}}".entries IN SHARE MODE;
+INSERT INTO "{{schema}}".index_sizes (idx, n)
+  SELECT idx, count(*) FROM "{{schema}}".entries GROUP BY idx
+  ON CONFLICT (idx) DO UPDATE SET n = EXCLUDED.n;
+
+-- commit_batch as in migration 003 (same arguments, checks, locks, writes and answer), and:
+-- * index_sizes kept as above; a threshold scans the index only when it holds at least thresholdRank
+--   entries (counting this statement's own inserts and deletes);
+-- * each commit's leaderboard writes are read from the JSON once, as a record set.
+CREATE OR REPLACE FUNCTION "{{schema}}".commit_batch(commits jsonb, token text, sql_ranks boolean) RETURNS jsonb
+  LANGUAGE plpgsql
+  AS $fn$
+DECLARE
+  c jsonb;
+  ci bigint;
+  uid text;
+  expected integer;
+  idem jsonb;
+  ikey text;
+  n bigint;
+  used text[] := '{}';
+  refused text[] := '{}';
+  applied bigint[] := '{}';
+  results jsonb[] := '{}';
+  ranks jsonb[];
+  w record;
+  w_value double precision;
+  w_remove boolean;
+  prev_rank bigint;
+  prev_value double precision;
+  new_rank bigint;
+  thr double precision;
+  inserted boolean;
+  sizes jsonb := '{}';
+  size_now bigint;
+BEGIN
+  IF jsonb_array_length(commits) > 1 THEN
+    PERFORM 1 FROM "{{schema}}".users
+      WHERE user_id = ANY (ARRAY(SELECT DISTINCT x->>'userId' FROM jsonb_array_elements(commits) AS x))
+      ORDER BY user_id FOR UPDATE;
+  END IF;
+
+  FOR c, ci IN SELECT x.e, x.i FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i) LOOP
+    uid := c->>'userId';
+    expected := (c->>'expectedVersion')::integer;
+    idem := CASE WHEN jsonb_typeof(c->'idempotency') = 'object' THEN c->'idempotency' END;
+
+    -- A user's later commits were computed from the refused one: refused as well.
+    IF uid = ANY (refused) THEN
+      results := array_append(results, '{"conflict": "version"}'::jsonb);
+      CONTINUE;
+    END IF;
+
+    IF idem IS NOT NULL THEN
+      ikey := jsonb_build_array(uid, idem->>'metricKey', idem->>'key')::text;
+      IF ikey = ANY (used) OR EXISTS (SELECT 1 FROM "{{schema}}".idempotency WHERE user_id = uid AND metric_key = idem->>'metricKey' AND key = idem->>'key') THEN
+        refused := array_append(refused, uid);
+        -- A stale version is reported as such, as the version is checked first.
+        IF coalesce((SELECT version FROM "{{schema}}".users WHERE user_id = uid), 0) <> expected THEN
+          results := array_append(results, '{"conflict": "version"}'::jsonb);
+        ELSE
+          results := array_append(results, '{"conflict": "idempotency"}'::jsonb);
+        END IF;
+        CONTINUE;
+      END IF;
+    END IF;
+
+    IF expected = 0 THEN
+      INSERT INTO "{{schema}}".users (user_id, version, state, commit_id) VALUES (uid, 1, c->'state', token) ON CONFLICT (user_id) DO NOTHING;
+    ELSE
+      UPDATE "{{schema}}".users SET version = version + 1, state = c->'state', commit_id = token WHERE user_id = uid AND version = expected;
+    END IF;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n <> 1 THEN
+      refused := array_append(refused, uid);
+      results := array_append(results, '{"conflict": "version"}'::jsonb);
+      CONTINUE;
+    END IF;
+    IF idem IS NOT NULL THEN
+      used := array_append(used, ikey);
+    END IF;
+    applied := array_append(applied, ci);
+
+    ranks := '{}';
+    FOR w IN SELECT * FROM jsonb_to_recordset(c->'leaderboard') AS x(index text, "userId" text, value double precision, "reachedAt" text, date text, remove boolean, unranked boolean, "thresholdRank" jsonb) LOOP
+      w_remove := coalesce(w.remove, false);
+      w_value := CASE WHEN w_remove THEN NULL ELSE w.value END;
+      prev_rank := NULL;
+      prev_value := NULL;
+      new_rank := NULL;
+      thr := NULL;
+      IF coalesce(w.unranked, false) OR NOT sql_ranks THEN
+        -- Entries only: no rank counting, no history.
+        IF NOT coalesce(w.unranked, false) THEN
+          SELECT e.value INTO prev_value FROM "{{schema}}".entries e WHERE e.idx = w.index AND e.user_id = w."userId";
+        END IF;
+      ELSE
+        SELECT e.value, (SELECT count(*) FROM "{{schema}}".entries x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16)) + 1
+          INTO prev_value, prev_rank
+          FROM "{{schema}}".entries e WHERE e.idx = w.index AND e.user_id = w."userId";
+      END IF;
+      IF w_remove THEN
+        DELETE FROM "{{schema}}".entries WHERE idx = w.index AND user_id = w."userId";
+        GET DIAGNOSTICS n = ROW_COUNT;
+        IF n > 0 THEN
+          sizes := jsonb_set(sizes, ARRAY[w.index], to_jsonb(coalesce((sizes->>w.index)::bigint, 0) - n));
+        END IF;
+      ELSE
+        INSERT INTO "{{schema}}".entries (idx, user_id, value, neg_value, reached_at) VALUES (w.index, w."userId", w_value, -w_value, w."reachedAt")
+          ON CONFLICT (idx, user_id) DO UPDATE SET value = EXCLUDED.value, neg_value = EXCLUDED.neg_value, reached_at = EXCLUDED.reached_at
+          RETURNING xmax = 0 INTO inserted;
+        IF inserted THEN
+          sizes := jsonb_set(sizes, ARRAY[w.index], to_jsonb(coalesce((sizes->>w.index)::bigint, 0) + 1));
+        END IF;
+      END IF;
+      IF sql_ranks AND NOT coalesce(w.unranked, false) THEN
+        IF NOT w_remove THEN
+          SELECT count(*) + 1 INTO new_rank FROM "{{schema}}".entries x
+            WHERE x.idx = w.index AND (x.neg_value, x.reached_at, x.user_utf16) < (-w_value, w."reachedAt", "{{schema}}".utf16_hex(w."userId"));
+        END IF;
+        -- The first write of a day keeps its previous rank and value; every write sets the current ones.
+        INSERT INTO "{{schema}}".rank_history (idx, user_id, date, previous_rank, rank, previous_value, value)
+          VALUES (w.index, w."userId", w.date, prev_rank, new_rank, prev_value, w_value)
+          ON CONFLICT (idx, user_id, date) DO UPDATE SET rank = EXCLUDED.rank, value = EXCLUDED.value;
+      END IF;
+      IF sql_ranks AND jsonb_typeof(w."thresholdRank") = 'number' THEN
+        IF w."thresholdRank"::numeric >= 1 THEN
+          -- The index's size (as committed, plus this statement's own changes): below the rank, no scan.
+          size_now := coalesce((SELECT s.n FROM "{{schema}}".index_sizes s WHERE s.idx = w.index), 0) + coalesce((sizes->>w.index)::bigint, 0);
+          IF size_now >= w."thresholdRank"::numeric THEN
+            -- -neg_value is value exactly, and read from the index alone (an index-only scan where it can be).
+            SELECT -e.neg_value INTO thr FROM "{{schema}}".entries e WHERE e.idx = w.index
+              ORDER BY e.neg_value, e.reached_at, e.user_utf16 OFFSET floor(w."thresholdRank"::numeric) - 1 LIMIT 1;
+          END IF;
+        END IF;
+        thr := coalesce(thr, 0);
+      END IF;
+      ranks := array_append(ranks, jsonb_build_array(prev_rank, new_rank, prev_value::text, thr::text));
+    END LOOP;
+    results := array_append(results, jsonb_build_object('ranks', to_jsonb(ranks)));
+  END LOOP;
+
+  IF cardinality(applied) > 0 THEN
+    -- Ledger rows of the applied commits in one statement, in order (seq follows it).
+    INSERT INTO "{{schema}}".ledger (id, user_id, kind, key, at, delta, total, data)
+      SELECT r.id, r."userId", r.kind, r.key, r.at, r.delta, r.total, r.data
+      FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i),
+        ROWS FROM (jsonb_to_recordset(x.e->'ledger') AS (id text, "userId" text, kind text, key text, at text, delta double precision, total double precision, data jsonb)) WITH ORDINALITY AS r
+      WHERE x.i = ANY (applied)
+      ORDER BY x.i, r.ordinality;
+    -- Idempotency records under their primary key. The checks above cannot miss one that another
+    -- transaction wrote (it had to hold the user's row first); should one be found here anyway, the whole
+    -- statement is refused as a serialization failure, which changes nothing.
+    IF cardinality(used) > 0 THEN
+      INSERT INTO "{{schema}}".idempotency (user_id, metric_key, key, event_id, at)
+        SELECT x.e->>'userId', x.e->'idempotency'->>'metricKey', x.e->'idempotency'->>'key', x.e->'idempotency'->>'eventId', x.e->'idempotency'->>'at'
+        FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i)
+        WHERE x.i = ANY (applied) AND jsonb_typeof(x.e->'idempotency') = 'object'
+        ON CONFLICT DO NOTHING;
+      GET DIAGNOSTICS n = ROW_COUNT;
+      IF n <> cardinality(used) THEN
+        RAISE EXCEPTION 'an idempotency record of this batch was written concurrently' USING ERRCODE = '40001';
+      END IF;
+    END IF;
+    -- Index sizes, locked in index order, then counters, summed per name and locked in name order.
+    IF sizes <> '{}' THEN
+      INSERT INTO "{{schema}}".index_sizes (idx, n)
+        SELECT s.key, s.value::bigint FROM jsonb_each_text(sizes) AS s
+        WHERE s.value::bigint <> 0
+        ORDER BY s.key COLLATE "C"
+        ON CONFLICT (idx) DO UPDATE SET n = "{{schema}}".index_sizes.n + EXCLUDED.n;
+    END IF;
+    INSERT INTO "{{schema}}".counters (name, value)
+      SELECT k.key, sum(k.value::bigint)::bigint
+      FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i), jsonb_each_text(x.e->'counters') AS k
+      WHERE x.i = ANY (applied)
+      GROUP BY k.key
+      ORDER BY k.key COLLATE "C"
+      ON CONFLICT (name) DO UPDATE SET value = "{{schema}}".counters.value + EXCLUDED.value;
+  END IF;
+
+  RETURN to_jsonb(results);
+END
+$fn$;
+`,
+  },
 ];
