@@ -8,7 +8,8 @@ import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresStore, type PostgresClient } from '../src/postgres.js';
-import type { Commit, LeaderboardWrite } from '../src/store/types.js';
+import type { LeaderboardWrite } from '../src/core/types.js';
+import type { Commit } from '../src/store/types.js';
 import { sampleState } from '../src/testing/index.js';
 import { PG_URL, uniq } from './servers.js';
 
