@@ -744,7 +744,11 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     const lookBack = kind === 'points' ? new Date(Date.parse(from) - 3 * 86_400_000).toISOString() : from;
     const [before] = await store.readLedger({ userId, kind, key, to: lookBack, order: 'desc', limit: 1 });
     const rows = await store.readLedger({ userId, kind, key, from: lookBack, to, order: 'asc' });
-    const dated = (r: LedgerRow): DatedTotal => ({ at: r.at, total: r.total, delta: r.delta, grants: (r.data as AwardRow | null)?.grants });
+    // A row is a dated total as it is; only a run of grants needs its run spelled out.
+    const dated = (r: LedgerRow): DatedTotal => {
+      const grants = (r.data as AwardRow | null)?.grants;
+      return grants ? { at: r.at, total: r.total, delta: r.delta, grants } : r;
+    };
     const points = spreadGrants([...(before ? [dated(before)] : []), ...rows.map(dated), ...pending], bounds);
     let baseline = 0;
     const inside: { at: string; total: number }[] = [];

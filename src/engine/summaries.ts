@@ -92,12 +92,15 @@ export interface DatedTotal {
  */
 export function spreadGrants(points: readonly DatedTotal[], bounds: readonly string[]): { at: string; total: number }[] {
   const out: { at: string; total: number }[] = [];
+  let ordered = true;
   for (const p of points) {
     const run = p.grants;
     if (!run || run.count <= 1) {
-      out.push({ at: p.at, total: p.total });
+      if (ordered && out.length > 0 && (out[out.length - 1] as { at: string }).at > p.at) ordered = false;
+      out.push(p);
       continue;
     }
+    ordered = false;
     const each = p.delta / run.count;
     const seen = new Set<number>();
     const emit = (j: number) => {
@@ -108,5 +111,6 @@ export function spreadGrants(points: readonly DatedTotal[], bounds: readonly str
     for (const b of bounds) emit(grantsBefore(p.at, run, Date.parse(b)) - 1);
     emit(run.count - 1);
   }
-  return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  // Rows come in time order; only spread runs (and the rare row a zone change dated early) need a sort.
+  return ordered ? out : out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
 }

@@ -28,6 +28,11 @@ class Ledger {
   nums = new Float64Array(12);
   refs: unknown[] = [];
   length = 0;
+  /**
+   * Rows already read, as frozen objects handed out again on later reads (a chart re-reads its range), made
+   * on first read only: a ledger nobody reads stays in its compact columns.
+   */
+  read: (LedgerRow | undefined)[] | null = null;
   constructor(
     readonly userId: string,
     readonly kind: LedgerKind,
@@ -60,6 +65,7 @@ class Ledger {
       while (at < this.length && (this.nums[at * 3] as number) <= ms) at++;
       this.nums.copyWithin((at + 1) * 3, at * 3, this.length * 3);
       this.refs.splice(at * 2, 0, undefined, undefined);
+      if (this.read !== null && at < this.read.length) this.read.splice(at, 0, undefined);
     }
     this.nums[at * 3] = ms;
     this.nums[at * 3 + 1] = row.delta;
@@ -70,17 +76,52 @@ class Ledger {
   }
 
   row(i: number): LedgerRow {
+    const done = this.read?.[i];
+    if (done !== undefined) return done;
+    const row = this.build(i);
+    if (row.data !== null && typeof row.data === 'object') Object.freeze(row.data);
+    Object.freeze(row);
+    (this.read ??= [])[i] = row;
+    return row;
+  }
+
+  private build(i: number): LedgerRow {
     return {
       id: this.refs[i * 2] as string,
       userId: this.userId,
       kind: this.kind,
       key: this.key,
-      at: new Date(this.nums[i * 3] as number).toISOString(),
+      at: isoOf(this.nums[i * 3] as number),
       delta: this.nums[i * 3 + 1] as number,
       total: this.nums[i * 3 + 2] as number,
       data: unpackData(this.refs[i * 2 + 1]),
     };
   }
+}
+
+const DAY_MS = 86_400_000;
+const PAD2 = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
+const PAD3 = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+let isoDay = NaN;
+let isoPrefix = '';
+
+/**
+ * `new Date(ms).toISOString()` for the supported years (1900..8999), about five times faster: rows of a
+ * range read mostly share their day, whose `YYYY-MM-DDT` is formatted once.
+ */
+export function isoOf(ms: number): string {
+  const day = Math.floor(ms / DAY_MS);
+  if (day !== isoDay) {
+    isoDay = day;
+    isoPrefix = new Date(day * DAY_MS).toISOString().slice(0, 11);
+  }
+  let rest = ms - day * DAY_MS;
+  const h = Math.floor(rest / 3_600_000);
+  rest -= h * 3_600_000;
+  const m = Math.floor(rest / 60_000);
+  rest -= m * 60_000;
+  const sec = Math.floor(rest / 1000);
+  return `${isoPrefix}${PAD2[h]}:${PAD2[m]}:${PAD2[sec]}.${PAD3[rest - sec * 1000]}Z`;
 }
 
 /** Row data as kept: an award without boosts as one short string (`type|trigger id`), anything else as a frozen copy. */
