@@ -1,20 +1,10 @@
 /**
- * The configuration and the event plan of the bench's PostgreSQL workers: a copy of test/workers/shared.ts
- * with the number of calls as a parameter (the test suite keeps its own copy).
+ * The bench's PostgreSQL workers: the multi-process test's configuration and users (test/workers/shared.ts),
+ * with the number of calls as a parameter.
  */
-import { defineConfig } from '../../../src/index.js';
+import { USERS } from '../../workers/shared.js';
 
-export const multiConfig = defineConfig({
-  metrics: [{ key: 'lessons', name: 'Lessons' }],
-  achievements: [
-    { key: 'fifty', name: 'Fifty', trigger: 'metric', metricKey: 'lessons', metricValue: 50 },
-    { key: 'hundred', name: 'Hundred', trigger: 'metric', metricKey: 'lessons', metricValue: 100 },
-  ],
-  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { type: 'achievement', achievementKey: 'fifty', points: 100 }] }],
-  leaderboards: [{ key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2020-01-01' }],
-});
-
-export const USERS = 200;
+export { multiConfig, USERS } from '../../workers/shared.js';
 
 /**
  * The plan of `events` calls: 80% distinct events, and event j + distinct repeats event j (same user, key and
