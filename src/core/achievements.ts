@@ -111,5 +111,6 @@ export function completeApiAchievement(step: Step, a: CompiledAchievement): void
 
 /** The achievements unlocked in this call, ordered by the configuration's order. */
 export function unlockedViews(step: Step): UserAchievement[] {
+  if (step.unlocked.length === 0) return [];
   return [...step.unlocked].sort((x, y) => x.index - y.index).map((a) => userAchievementView(a, step.state));
 }

@@ -264,6 +264,12 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
    * board's ranks read null instead, as the rank index would have answered had it been reachable.
    */
   async function fillRanks(boards: Record<string, EventLeaderboard>, state: UserState, result: CommitResult): Promise<void> {
+    let any = false;
+    for (const _ in boards) {
+      any = true;
+      break;
+    }
+    if (!any) return;
     const index = { down: result.ranksUnavailable === true };
     // The first and last rank change of this user per index, found in one pass over the commit's changes.
     const firstOf = new Map<string, RankChange>();
