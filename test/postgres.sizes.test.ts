@@ -92,6 +92,43 @@ function suite(label: string, client: () => PostgresClient & Q) {
       expect(Object.fromEntries(s.stored)).toEqual({ 'lb|x': 3, 'lb|y': 2, 'lb|z': 1, 'pt|p': 1 });
     });
 
+    it('a batch of ranked and unranked writes (repeated, refused, mixed on one index) equals its commits one by one (migration 005)', async () => {
+      const un = (w: LeaderboardWrite): LeaderboardWrite => ({ ...w, unranked: true });
+      const commits = (): Commit[] => [
+        commitOf('a', 0, [put('lb|x', 'a', 5, 0), un(put('pt|p', 'a', 1, 0)), un(put('pt|q', 'a', 1, 0))]),
+        commitOf('b', 0, [put('lb|x', 'b', 7, 1), un(put('pt|p', 'b', 2, 1))]),
+        commitOf('a', 1, [put('lb|x', 'a', 9, 2), un(put('pt|p', 'a', 3, 2)), un(put('pt|p', 'a', 4, 2))]),
+        commitOf('c', 3, [put('lb|x', 'c', 1, 3), un(put('pt|p', 'c', 9, 3))]), // stale: refused, writes nothing
+        commitOf('b', 1, [put('lb|x', 'b', 9, 3), un(put('pt|p', 'b', 5, 3)), un(put('pt|m', 'b', 5, 3))]),
+        commitOf('d', 0, [un(put('pt|m', 'd', 2, 4)), put('pt|m', 'd', 3, 4, 1)]), // unranked on an index ranked in the batch
+        commitOf('e', 0, [un(put('pt|r', 'e', 2, 5)), drop('pt|r', 'e')]),
+        commitOf('a', 2, [put('lb|x', 'a', 2, 6), un(put('pt|q', 'a', 7, 6))]),
+        commitOf('b', 2, [drop('lb|x', 'b'), un(put('pt|p', 'b', 6, 7))]),
+      ];
+      const dump = async (schema: string) => ({
+        entries: (await client().query(`SELECT idx, user_id, value, reached_at FROM "${schema}".entries ORDER BY idx, user_id`)).rows,
+        history: (await client().query(`SELECT idx, user_id, date, previous_rank, rank, previous_value, value FROM "${schema}".rank_history ORDER BY idx, user_id, date`)).rows,
+        sizes: await sizes(client(), schema),
+      });
+      const one = uniq('one_by_one');
+      const batch = uniq('batch');
+      const s1 = createPostgresStore({ client: client(), schema: one });
+      const s2 = createPostgresStore({ client: client(), schema: batch });
+      await s1.migrate();
+      await s2.migrate();
+      // Some entries before, so that updates and inserts both happen.
+      for (const s of [s1, s2]) await s.commit(commitOf('z', 0, [put('lb|x', 'z', 6, 0), un(put('pt|p', 'z', 3, 0)), un(put('pt|p', 'a', 8, 0))]));
+      const each: unknown[] = [];
+      for (const c of commits()) each.push(await s1.commit(c).catch((e: Error) => e.name));
+      const all = (await s2.commitBatch!(commits())).map((o) => (o instanceof Error ? o.name : o));
+      expect(all).toEqual(each);
+      const [d1, d2] = [await dump(one), await dump(batch)];
+      expect(d2).toEqual(d1);
+      expect(d2.sizes.stored).toEqual(d2.sizes.counted);
+      expect(d2.entries.find((r) => r.idx === 'pt|p' && r.user_id === 'a')?.value).toBe(4);
+      expect(d2.entries.some((r) => r.user_id === 'c' || r.idx === 'pt|r')).toBe(false);
+    });
+
     it('the migration fills index_sizes from the entries already stored', async () => {
       const schema = uniq('backfill');
       const store = createPostgresStore({ client: client(), schema });
