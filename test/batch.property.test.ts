@@ -58,7 +58,7 @@ function bareStore(store: Store): Store {
   };
 }
 
-const toBatch = (e: ArbEvent) => ({ metricKey: e.metricKey, user: e.user, value: e.value, ...(e.attributes ? { attributes: e.attributes } : {}), ...(e.idempotencyKey !== undefined ? { idempotencyKey: e.idempotencyKey } : {}) });
+const toBatch = (e: ArbEvent) => ({ metricKey: e.metricKey as 'lessons', user: e.user, value: e.value, ...(e.attributes ? { attributes: e.attributes } : {}), ...(e.idempotencyKey !== undefined ? { idempotencyKey: e.idempotencyKey } : {}) });
 
 async function snapshot(store: Store, users: string[]) {
   const out: unknown[] = [];
@@ -114,7 +114,7 @@ describe('recordEvents', () => {
   });
 
   it('a store without commitBatch or loadForEvents gives the same results', async () => {
-    const events = Array.from({ length: 60 }, (_, i) => ({ metricKey: i % 3 ? 'lessons' : 'quizzes', user: { id: `u${i % 5}` }, value: 1 + (i % 4), idempotencyKey: `k${i % 30}` }));
+    const events = Array.from({ length: 60 }, (_, i) => ({ metricKey: (i % 3 ? 'lessons' : 'quizzes') as 'lessons' | 'quizzes', user: { id: `u${i % 5}` }, value: 1 + (i % 4), idempotencyKey: `k${i % 30}` }));
     const plain = createMemoryStore();
     const { commitBatch: _c, loadForEvents: _l, ...bare } = plain as Store & { userCount: number };
     const a = await engineOn(bare as Store, 600_000).recordEvents(events);

@@ -109,7 +109,7 @@ async function perform(engine: Engine, o: Op): Promise<unknown> {
     case 'batch':
       return (
         await engine.recordEvents(
-          o.events.map((e) => ({ metricKey: e.metric, user: { id: e.user, ...(e.tz ? { tz: e.tz } : {}), ...(e.plan ? { attributes: { valueOf: e.plan } } : {}) }, value: e.value, attributes: e.attrs, ...(e.key ? { idempotencyKey: e.key } : {}) })),
+          o.events.map((e) => ({ metricKey: e.metric as 'quiz', user: { id: e.user, ...(e.tz ? { tz: e.tz } : {}), ...(e.plan ? { attributes: { valueOf: e.plan } } : {}) }, value: e.value, attributes: e.attrs, ...(e.key ? { idempotencyKey: e.key } : {}) })),
         )
       ).map((r) => (r.ok ? { ok: r.response } : { error: r.error.code }));
     case 'identify':

@@ -21,5 +21,13 @@ describe('config keys are literal types', () => {
     // @ts-expect-error: unknown leaderboard
     void engine.getLeaderboard('daily');
     expectTypeOf(engine.getLeaderboard).parameter(0).toEqualTypeOf<'weekly'>();
+    // @ts-expect-error: 'lesons' is not a metric key, in a batch either
+    void engine.recordEvents([{ metricKey: 'lesons', user: { id: 'u1' }, value: 1 }]);
+  });
+
+  it('batch results narrow on ok', async () => {
+    const [first] = await engine.recordEvents([{ metricKey: 'lessons', user: { id: 'u1' }, value: 1 }]);
+    if (first?.ok) expectTypeOf(first.response.total).toEqualTypeOf<number>();
+    else if (first) expectTypeOf(first.error.code).toBeString();
   });
 });

@@ -12,9 +12,9 @@ import { isLaurelError, isLaurelErrorCode, ValidationError, type LaurelError } f
 import type { BatchCommitOutcome, Commit, CommitResult, Store, VersionedState } from '../store/types.js';
 import { runLocked, type KeyedLock } from './lock.js';
 
-/** One event of {@link Engine.recordEvents}. */
-export interface BatchEvent {
-  metricKey: string;
+/** One event of {@link Engine.recordEvents}; `M` is the configuration's metric keys. */
+export interface BatchEvent<M extends string = string> {
+  metricKey: M;
   user: UserInput;
   value: number;
   attributes?: Record<string, string>;

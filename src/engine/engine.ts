@@ -397,7 +397,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
      * for (const r of results) if (!r.ok) console.warn(r.error.code);
      * ```
      */
-    async recordEvents(events: readonly BatchEvent[]): Promise<BatchEventResult[]> {
+    async recordEvents(events: readonly BatchEvent<MetricKeyOf<C>>[]): Promise<BatchEventResult[]> {
       return recordBatch(
         {
           config,
