@@ -262,12 +262,16 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       if (!byUser) history.set(w.index, (byUser = new Map()));
       let rows = byUser.get(w.userId);
       if (!rows) byUser.set(w.userId, (rows = []));
-      const last = rows[rows.length - 1];
-      if (last && last.date === w.date) {
-        last.rank = change.rank;
-        last.value = change.value;
+      // Rows stay in date order, one per date: a write dated before the last row (a clock that went back)
+      // updates or slots in at its own date, as the PostgreSQL store's upsert does.
+      let at = rows.length;
+      while (at > 0 && (rows[at - 1] as RankHistoryRow).date > w.date) at--;
+      const same = rows[at - 1];
+      if (same && same.date === w.date) {
+        same.rank = change.rank;
+        same.value = change.value;
       } else {
-        rows.push({ date: w.date, previousRank, rank: change.rank, previousValue: change.previousValue, value: change.value });
+        rows.splice(at, 0, { date: w.date, previousRank, rank: change.rank, previousValue: change.previousValue, value: change.value });
       }
     }
     return { version, ranks };

@@ -137,7 +137,7 @@ export interface Store {
    * - MUST return, for each leaderboard write in order, the user's rank and value before and after it, and
    *   MUST keep one rank-history row per (index, user, date): the first write of a day sets its
    *   `previousRank`/`previousValue`, every write of the day sets `rank`/`value`. For an `unranked` write
-   *   it MAY return null ranks and skip the history row.
+   *   it MAY return nulls (ranks and values alike) and skip the history row.
    * - MUST NOT retry; the engine decides about retries.
    * - MUST NOT mutate the objects passed in. `state` is an immutable value the store MAY keep and hand out
    *   again; the ledger rows, writes and records MUST NOT be kept by reference (the caller may reuse them).
