@@ -1,5 +1,34 @@
 -- Laurel schema, version 3. "{{schema}}" is replaced by the store's schema name (default "laurel").
 
+-- utf16_hex (migration 002), same results, cheaper: it is evaluated on every entry write (the generated user_utf16 column)
+-- and by rank counts, and a plpgsql function keeps its plans for the session where a SQL function that
+-- cannot be inlined is planned again by every statement that calls it. Printable ASCII (the common case)
+-- takes a fast path: each byte is its own code unit.
+CREATE OR REPLACE FUNCTION "{{schema}}".utf16_hex(s text) RETURNS text
+  LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+  AS $fn$
+BEGIN
+  IF s ~ '^[ -~]*$' THEN
+    RETURN regexp_replace(encode(convert_to(s, 'UTF8'), 'hex'), '(..)', '00\1', 'g');
+  END IF;
+  RETURN (SELECT coalesce(string_agg(CASE WHEN ascii(c) < 65536 THEN lpad(to_hex(ascii(c)), 4, '0') ELSE to_hex(55232 + (ascii(c) >> 10)) || to_hex(56320 + (ascii(c) & 1023)) END, '' ORDER BY i), '') FROM unnest(string_to_array(s, NULL)) WITH ORDINALITY AS u(c, i));
+END
+$fn$;
+
+-- Entries per index, so that a threshold (the value at rank maxParticipants) is 0 without any scan while the
+-- index holds fewer entries than that rank. Kept by commit_batch, which adds its inserted and deleted
+-- entries at the end of its statement, one row per index in index order (after users, entries and rank
+-- history; before counters), so batches running side by side cannot deadlock on them. Entries writers are
+-- held off while the counts are filled in.
+CREATE TABLE IF NOT EXISTS "{{schema}}".index_sizes (
+  idx text COLLATE "C" PRIMARY KEY,
+  n bigint NOT NULL
+);
+LOCK TABLE "{{schema}}".entries IN SHARE MODE;
+INSERT INTO "{{schema}}".index_sizes (idx, n)
+  SELECT idx, count(*) FROM "{{schema}}".entries GROUP BY idx
+  ON CONFLICT (idx) DO UPDATE SET n = EXCLUDED.n;
+
 -- commit_batch(commits, token, sql_ranks): the store's commits (its Commit objects as one JSON array) applied
 -- in order by one statement, so that a commit is one round trip and, outside an explicit transaction, one
 -- transaction. Each commit is atomic on its own: every check that can refuse it (the user's version, its
@@ -14,13 +43,20 @@
 -- Returns one element per commit: {"conflict": "version" | "idempotency"}, or {"ranks": [...]} with one
 -- [previous rank, rank, previous value, threshold] per leaderboard write (values as text, so -0 and every
 -- digit survive; nulls where a mode or write has none).
+-- index_sizes kept as above: a threshold scans the index only when it holds at least thresholdRank entries
+-- (counting this statement's own inserts and deletes).
+-- Fewer statements per write:
+-- * a ranked write (not a removal) reads its previous value and rank and counts the entries ahead of its new
+--   key in one statement before it writes, and writes its entry and its rank history in one statement;
+-- * an unranked write without a threshold, on an index that no other write of the batch ranks, removes from
+--   or reads a threshold of, is written at the end with the others in one statement (its answer is all nulls
+--   in any case; the last write of a user to an index wins, as one by one).
 CREATE OR REPLACE FUNCTION "{{schema}}".commit_batch(commits jsonb, token text, sql_ranks boolean) RETURNS jsonb
   LANGUAGE plpgsql
   AS $fn$
 DECLARE
   c jsonb;
   ci bigint;
-  w jsonb;
   uid text;
   expected integer;
   idem jsonb;
@@ -31,16 +67,31 @@ DECLARE
   applied bigint[] := '{}';
   results jsonb[] := '{}';
   ranks jsonb[];
-  w_index text;
-  w_user text;
+  w record;
+  lw record;
   w_value double precision;
   w_remove boolean;
-  w_unranked boolean;
   prev_rank bigint;
   prev_value double precision;
   new_rank bigint;
   thr double precision;
+  inserted boolean;
+  sizes jsonb := '{}';
+  size_now bigint;
+  u16 text;
+  lt_prev boolean;
+  -- Unranked writes without a threshold on indexes that nothing else in the batch reads or removes from:
+  -- written at the end, in one statement (the last write of a user to an index wins, as one by one).
+  late_keep text[];
+  late_idx text[] := '{}';
+  late_uid text[] := '{}';
+  late_val double precision[] := '{}';
+  late_at text[] := '{}';
 BEGIN
+  SELECT coalesce(array_agg(DISTINCT l.index), '{}') INTO late_keep
+    FROM jsonb_array_elements(commits) AS x(e), jsonb_to_recordset(x.e->'leaderboard') AS l(index text, remove boolean, unranked boolean, "thresholdRank" jsonb)
+    WHERE NOT coalesce(l.unranked, false) OR coalesce(l.remove, false) OR coalesce(jsonb_typeof(l."thresholdRank"), 'null') <> 'null';
+
   IF jsonb_array_length(commits) > 1 THEN
     PERFORM 1 FROM "{{schema}}".users
       WHERE user_id = ANY (ARRAY(SELECT DISTINCT x->>'userId' FROM jsonb_array_elements(commits) AS x))
@@ -89,49 +140,93 @@ BEGIN
     applied := array_append(applied, ci);
 
     ranks := '{}';
-    FOR w IN SELECT x FROM jsonb_array_elements(c->'leaderboard') AS x LOOP
-      w_index := w->>'index';
-      w_user := w->>'userId';
-      w_remove := coalesce((w->>'remove')::boolean, false);
-      w_unranked := coalesce((w->>'unranked')::boolean, false);
-      w_value := CASE WHEN w_remove THEN NULL ELSE (w->>'value')::double precision END;
+    FOR w IN SELECT * FROM jsonb_to_recordset(c->'leaderboard') AS x(index text, "userId" text, value double precision, "reachedAt" text, date text, remove boolean, unranked boolean, "thresholdRank" jsonb) LOOP
+      w_remove := coalesce(w.remove, false);
+      w_value := CASE WHEN w_remove THEN NULL ELSE w.value END;
       prev_rank := NULL;
       prev_value := NULL;
       new_rank := NULL;
       thr := NULL;
-      IF w_unranked OR NOT sql_ranks THEN
-        -- Entries only: no rank counting, no history.
-        IF NOT w_unranked THEN
-          SELECT e.value INTO prev_value FROM "{{schema}}".entries e WHERE e.idx = w_index AND e.user_id = w_user;
+      IF coalesce(w.unranked, false) AND NOT w_remove AND coalesce(jsonb_typeof(w."thresholdRank"), 'null') = 'null' AND NOT (w.index = ANY (late_keep)) THEN
+        late_idx := array_append(late_idx, w.index);
+        late_uid := array_append(late_uid, w."userId");
+        late_val := array_append(late_val, w_value);
+        late_at := array_append(late_at, w."reachedAt");
+        ranks := array_append(ranks, '[null, null, null, null]'::jsonb);
+        CONTINUE;
+      END IF;
+      IF sql_ranks AND NOT coalesce(w.unranked, false) AND NOT w_remove THEN
+        -- Previous value and rank, and the entries ahead of the new key, in one read (before the write: the
+        -- user's own previous entry is taken off the count when it is ahead of the new key).
+        u16 := "{{schema}}".utf16_hex(w."userId");
+        SELECT p.value, p.rank, p.lt, n.cnt + 1
+          INTO prev_value, prev_rank, lt_prev, new_rank
+          FROM (SELECT count(*) AS cnt FROM "{{schema}}".entries x
+                  WHERE x.idx = w.index AND (x.neg_value, x.reached_at, x.user_utf16) < (-w_value, w."reachedAt", u16)) n
+          LEFT JOIN LATERAL (
+            SELECT e.value,
+              (SELECT count(*) FROM "{{schema}}".entries x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16)) + 1 AS rank,
+              (e.neg_value, e.reached_at, e.user_utf16) < (-w_value, w."reachedAt", u16) AS lt
+            FROM "{{schema}}".entries e WHERE e.idx = w.index AND e.user_id = w."userId") p ON true;
+        IF coalesce(lt_prev, false) THEN
+          new_rank := new_rank - 1;
         END IF;
-        IF w_remove THEN
-          DELETE FROM "{{schema}}".entries WHERE idx = w_index AND user_id = w_user;
-        ELSE
-          INSERT INTO "{{schema}}".entries (idx, user_id, value, neg_value, reached_at) VALUES (w_index, w_user, w_value, -w_value, w->>'reachedAt')
-            ON CONFLICT (idx, user_id) DO UPDATE SET value = EXCLUDED.value, neg_value = EXCLUDED.neg_value, reached_at = EXCLUDED.reached_at;
+        -- The entry and the rank history in one statement. The first write of a day keeps its previous rank
+        -- and value; every write sets the current ones.
+        WITH up AS (
+          INSERT INTO "{{schema}}".entries (idx, user_id, value, neg_value, reached_at) VALUES (w.index, w."userId", w_value, -w_value, w."reachedAt")
+            ON CONFLICT (idx, user_id) DO UPDATE SET value = EXCLUDED.value, neg_value = EXCLUDED.neg_value, reached_at = EXCLUDED.reached_at
+            RETURNING xmax = 0 AS ins
+        ), h AS (
+          INSERT INTO "{{schema}}".rank_history (idx, user_id, date, previous_rank, rank, previous_value, value)
+            VALUES (w.index, w."userId", w.date, prev_rank, new_rank, prev_value, w_value)
+            ON CONFLICT (idx, user_id, date) DO UPDATE SET rank = EXCLUDED.rank, value = EXCLUDED.value
+        )
+        SELECT up.ins INTO inserted FROM up;
+        IF inserted THEN
+          sizes := jsonb_set(sizes, ARRAY[w.index], to_jsonb(coalesce((sizes->>w.index)::bigint, 0) + 1));
+        END IF;
+      ELSIF coalesce(w.unranked, false) OR NOT sql_ranks THEN
+        -- Entries only: no rank counting, no history.
+        IF NOT coalesce(w.unranked, false) THEN
+          SELECT e.value INTO prev_value FROM "{{schema}}".entries e WHERE e.idx = w.index AND e.user_id = w."userId";
         END IF;
       ELSE
         SELECT e.value, (SELECT count(*) FROM "{{schema}}".entries x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16)) + 1
           INTO prev_value, prev_rank
-          FROM "{{schema}}".entries e WHERE e.idx = w_index AND e.user_id = w_user;
-        IF w_remove THEN
-          DELETE FROM "{{schema}}".entries WHERE idx = w_index AND user_id = w_user;
-        ELSE
-          INSERT INTO "{{schema}}".entries (idx, user_id, value, neg_value, reached_at) VALUES (w_index, w_user, w_value, -w_value, w->>'reachedAt')
-            ON CONFLICT (idx, user_id) DO UPDATE SET value = EXCLUDED.value, neg_value = EXCLUDED.neg_value, reached_at = EXCLUDED.reached_at;
-          SELECT count(*) + 1 INTO new_rank FROM "{{schema}}".entries x
-            WHERE x.idx = w_index AND (x.neg_value, x.reached_at, x.user_utf16) < (-w_value, w->>'reachedAt', "{{schema}}".utf16_hex(w_user));
+          FROM "{{schema}}".entries e WHERE e.idx = w.index AND e.user_id = w."userId";
+      END IF;
+      IF sql_ranks AND NOT coalesce(w.unranked, false) AND NOT w_remove THEN
+        NULL;  -- written above
+      ELSIF w_remove THEN
+        DELETE FROM "{{schema}}".entries WHERE idx = w.index AND user_id = w."userId";
+        GET DIAGNOSTICS n = ROW_COUNT;
+        IF n > 0 THEN
+          sizes := jsonb_set(sizes, ARRAY[w.index], to_jsonb(coalesce((sizes->>w.index)::bigint, 0) - n));
         END IF;
-        -- The first write of a day keeps its previous rank and value; every write sets the current ones.
+      ELSE
+        INSERT INTO "{{schema}}".entries (idx, user_id, value, neg_value, reached_at) VALUES (w.index, w."userId", w_value, -w_value, w."reachedAt")
+          ON CONFLICT (idx, user_id) DO UPDATE SET value = EXCLUDED.value, neg_value = EXCLUDED.neg_value, reached_at = EXCLUDED.reached_at
+          RETURNING xmax = 0 INTO inserted;
+        IF inserted THEN
+          sizes := jsonb_set(sizes, ARRAY[w.index], to_jsonb(coalesce((sizes->>w.index)::bigint, 0) + 1));
+        END IF;
+      END IF;
+      IF sql_ranks AND NOT coalesce(w.unranked, false) AND w_remove THEN
+        -- A removal: no new rank. The first write of a day keeps its previous rank and value.
         INSERT INTO "{{schema}}".rank_history (idx, user_id, date, previous_rank, rank, previous_value, value)
-          VALUES (w_index, w_user, w->>'date', prev_rank, new_rank, prev_value, w_value)
+          VALUES (w.index, w."userId", w.date, prev_rank, new_rank, prev_value, w_value)
           ON CONFLICT (idx, user_id, date) DO UPDATE SET rank = EXCLUDED.rank, value = EXCLUDED.value;
       END IF;
-      IF sql_ranks AND jsonb_typeof(w->'thresholdRank') = 'number' THEN
-        IF (w->>'thresholdRank')::numeric >= 1 THEN
-          -- -neg_value is value exactly, and read from the index alone (an index-only scan where it can be).
-          SELECT -e.neg_value INTO thr FROM "{{schema}}".entries e WHERE e.idx = w_index
-            ORDER BY e.neg_value, e.reached_at, e.user_utf16 OFFSET floor((w->>'thresholdRank')::numeric) - 1 LIMIT 1;
+      IF sql_ranks AND jsonb_typeof(w."thresholdRank") = 'number' THEN
+        IF w."thresholdRank"::numeric >= 1 THEN
+          -- The index's size (as committed, plus this statement's own changes): below the rank, no scan.
+          size_now := coalesce((SELECT s.n FROM "{{schema}}".index_sizes s WHERE s.idx = w.index), 0) + coalesce((sizes->>w.index)::bigint, 0);
+          IF size_now >= w."thresholdRank"::numeric THEN
+            -- -neg_value is value exactly, and read from the index alone (an index-only scan where it can be).
+            SELECT -e.neg_value INTO thr FROM "{{schema}}".entries e WHERE e.idx = w.index
+              ORDER BY e.neg_value, e.reached_at, e.user_utf16 OFFSET floor(w."thresholdRank"::numeric) - 1 LIMIT 1;
+          END IF;
         END IF;
         thr := coalesce(thr, 0);
       END IF;
@@ -162,7 +257,30 @@ BEGIN
         RAISE EXCEPTION 'an idempotency record of this batch was written concurrently' USING ERRCODE = '40001';
       END IF;
     END IF;
-    -- Counters last, summed per name and locked in name order.
+    -- The late unranked writes (see late_keep), counted into the index sizes.
+    IF cardinality(late_idx) > 0 THEN
+      FOR lw IN
+        WITH up AS (
+          INSERT INTO "{{schema}}".entries (idx, user_id, value, neg_value, reached_at)
+            SELECT DISTINCT ON (l.idx, l.uid) l.idx, l.uid, l.val, -l.val, l.at
+            FROM unnest(late_idx, late_uid, late_val, late_at) WITH ORDINALITY AS l(idx, uid, val, at, i)
+            ORDER BY l.idx, l.uid, l.i DESC
+            ON CONFLICT (idx, user_id) DO UPDATE SET value = EXCLUDED.value, neg_value = EXCLUDED.neg_value, reached_at = EXCLUDED.reached_at
+            RETURNING idx, xmax = 0 AS ins
+        )
+        SELECT up.idx, count(*) AS k FROM up WHERE up.ins GROUP BY up.idx
+      LOOP
+        sizes := jsonb_set(sizes, ARRAY[lw.idx], to_jsonb(coalesce((sizes->>lw.idx)::bigint, 0) + lw.k));
+      END LOOP;
+    END IF;
+    -- Index sizes, locked in index order, then counters, summed per name and locked in name order.
+    IF sizes <> '{}' THEN
+      INSERT INTO "{{schema}}".index_sizes (idx, n)
+        SELECT s.key, s.value::bigint FROM jsonb_each_text(sizes) AS s
+        WHERE s.value::bigint <> 0
+        ORDER BY s.key COLLATE "C"
+        ON CONFLICT (idx) DO UPDATE SET n = "{{schema}}".index_sizes.n + EXCLUDED.n;
+    END IF;
     INSERT INTO "{{schema}}".counters (name, value)
       SELECT k.key, sum(k.value::bigint)::bigint
       FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i), jsonb_each_text(x.e->'counters') AS k

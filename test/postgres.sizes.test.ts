@@ -1,5 +1,5 @@
 /**
- * Migration 004: utf16_hex (plpgsql, with an ASCII fast path) gives what 002's SQL function gave, and
+ * Migration 003: utf16_hex (plpgsql, with an ASCII fast path) gives what 002's SQL function gave, and
  * index_sizes (entries per index, kept by commit_batch, read for thresholds) matches the entries: after
  * inserts, updates, removals, refused commits, repeated writes in one batch, the backfill of the migration,
  * and (on a server) many batches racing over the same users and indexes.
@@ -92,7 +92,7 @@ function suite(label: string, client: () => PostgresClient & Q) {
       expect(Object.fromEntries(s.stored)).toEqual({ 'lb|x': 3, 'lb|y': 2, 'lb|z': 1, 'pt|p': 1 });
     });
 
-    it('a batch of ranked and unranked writes (repeated, refused, mixed on one index) equals its commits one by one (migration 005)', async () => {
+    it('a batch of ranked and unranked writes (repeated, refused, mixed on one index) equals its commits one by one', async () => {
       const un = (w: LeaderboardWrite): LeaderboardWrite => ({ ...w, unranked: true });
       const commits = (): Commit[] => [
         commitOf('a', 0, [put('lb|x', 'a', 5, 0), un(put('pt|p', 'a', 1, 0)), un(put('pt|q', 'a', 1, 0))]),
@@ -134,9 +134,9 @@ function suite(label: string, client: () => PostgresClient & Q) {
       const store = createPostgresStore({ client: client(), schema });
       await store.migrate();
       for (const [i, u] of ['a', 'b', 'c'].entries()) await store.commit(commitOf(u, 0, [put('lb|x', u, i + 1, i), put(`lb|${u}`, u, 1, i)]));
-      // As a database migrated up to 003 would be: no sizes, 004 not applied.
+      // As a database migrated up to 002 would be: no sizes, 003 not applied.
       await client().query(`DROP TABLE "${schema}".index_sizes`);
-      await client().query(`DELETE FROM "${schema}".migrations WHERE id = '004_index_sizes'`);
+      await client().query(`DELETE FROM "${schema}".migrations WHERE id = '003_commit_batch'`);
       await createPostgresStore({ client: client(), schema }).migrate();
       const s = await sizes(client(), schema);
       expect(s.stored).toEqual(s.counted);
