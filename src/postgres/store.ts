@@ -427,17 +427,26 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     });
   }
 
+  /**
+   * A pooled connection with the store's 'error' listener on it (pg's Client emits 'error' when its socket
+   * drops; without a listener that would end the process), and `release`, which takes the listener off and
+   * hands the connection back (destroyed when given an error).
+   */
+  async function lease(): Promise<{ conn: PooledConnection; release: (err?: Error) => void }> {
+    const onConnError: Listener = (error) => report(error);
+    const conn = await checkout(onConnError);
+    const release = (err?: Error) => {
+      conn.removeListener?.('error', onConnError);
+      conn.release(err);
+    };
+    return { conn, release };
+  }
+
   /** Runs `fn` in a transaction (migrations). */
   async function transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     if (mode === 'pglite') return (client as Required<PostgresClient>).transaction(fn);
     if (mode === 'pool') {
-      // pg's Client emits 'error' when its socket drops; without a listener that would end the process.
-      const onConnError: Listener = (error) => report(error);
-      const conn = await checkout(onConnError);
-      const release = (err?: Error) => {
-        conn.removeListener?.('error', onConnError);
-        conn.release(err);
-      };
+      const { conn, release } = await lease();
       let result: T;
       try {
         await conn.query('BEGIN');
@@ -492,13 +501,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     }
 
     if (mode === 'pool') {
-      // pg's Client emits 'error' when its socket drops; without a listener that would end the process.
-      const onConnError: Listener = (error) => report(error);
-      const conn = await checkout(onConnError);
-      const release = (err?: Error) => {
-        conn.removeListener?.('error', onConnError);
-        conn.release(err);
-      };
+      const { conn, release } = await lease();
       try {
         const r = await conn.query(COMMIT_BATCH, params);
         release();
