@@ -47,6 +47,15 @@ interface Pending {
   response: EventResponse | null;
 }
 
+/** The core's event input from an engine call's arguments (tolerating a missing request or options). */
+export function eventOf(metricKey: string, request: { user?: UserInput; value?: number; attributes?: Record<string, string> } | null | undefined, opts: { idempotencyKey?: string }): EventInput {
+  const r = typeof request === 'object' && request !== null ? request : {};
+  const event = { metricKey, user: r.user, value: r.value } as EventInput;
+  if (r.attributes !== undefined) event.attributes = r.attributes;
+  if (opts.idempotencyKey !== undefined) event.idempotencyKey = opts.idempotencyKey;
+  return event;
+}
+
 const scopeOf = (e: EventInput) => `${e.metricKey}\u0000${e.idempotencyKey as string}`;
 
 export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[]): Promise<BatchEventResult[]> {
@@ -57,9 +66,7 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
   const byUser = new Map<string, Pending[]>();
   input.forEach((raw, at) => {
     const r = (typeof raw === 'object' && raw !== null ? raw : {}) as Partial<BatchEvent>;
-    const event = { metricKey: r.metricKey, user: r.user, value: r.value } as EventInput;
-    if (r.attributes !== undefined) event.attributes = r.attributes;
-    if (r.idempotencyKey !== undefined) event.idempotencyKey = r.idempotencyKey;
+    const event = eventOf(r.metricKey as string, r, r);
     try {
       validateEvent(config, event);
     } catch (error) {

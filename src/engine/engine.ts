@@ -49,7 +49,7 @@ import { own } from '../core/step.js';
 import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
 import { createMemoryStore } from '../store/memory.js';
 import type { CommitResult, RankChange, Store, VersionedState } from '../store/types.js';
-import { recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
+import { eventOf, recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
 import { KeyedLock } from './lock.js';
 import { foldSummary, spreadGrants, summaryPeriods, validateSummaryOptions, type DatedTotal, type SummaryOptions, type SummaryRow } from './summaries.js';
 
@@ -158,14 +158,8 @@ const intIn = (value: unknown, name: string, min: number, max: number, fallback:
   return value;
 };
 
-/** The core's event input from an engine call's arguments (tolerating a missing request or options). */
-function eventOf(metricKey: string, request: EventRequest | null | undefined, opts: RecordOptions): EventInput {
-  const r = (typeof request === 'object' && request !== null ? request : {}) as Partial<EventRequest>;
-  const event = { metricKey, user: r.user, value: r.value } as EventInput;
-  if (r.attributes !== undefined) event.attributes = r.attributes;
-  if (opts.idempotencyKey !== undefined) event.idempotencyKey = opts.idempotencyKey;
-  return event;
-}
+/** A copy of the user record of a state (states are immutable values a store may share). */
+const userView = (state: UserState): UserView => ({ ...state.user, attributes: { ...state.user.attributes } });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -448,7 +442,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       return withUser(user.id, async (loaded) => {
         const { state, effects } = applyIdentify(config, loaded?.state ?? null, user, context());
         await commit(user.id, loaded, state, effects);
-        return { ...state.user, attributes: { ...state.user.attributes } };
+        return userView(state);
       });
     },
 
@@ -460,15 +454,14 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         if (!loaded) throw new NotFoundError('user', userId);
         const { state, effects } = applyIdentify(config, loaded.state, user, context());
         await commit(userId, loaded, state, effects);
-        return { ...state.user, attributes: { ...state.user.attributes } };
+        return userView(state);
       });
     },
 
     /** A user's record. @throws {NotFoundError} for an unknown user. */
     async getUser(userId: string): Promise<UserView> {
       const { state } = await loadOrThrow(userId);
-      // A copy: the state is an immutable value a store may share (the memory store does).
-      return { ...state.user, attributes: { ...state.user.attributes } };
+      return userView(state);
     },
 
     /**
