@@ -15,8 +15,6 @@ interface Scaled {
   s: number; // scale: value = m / 10^s
 }
 
-const ZERO: Scaled = { m: 0n, s: 0 };
-
 /** Parses a JS number or a decimal string (also "1e-7" / "1e+21" forms, as `String(number)` can produce). */
 function parse(input: number | string): Scaled {
   const text = typeof input === 'number' ? String(input) : typeof input === 'string' ? input : '';
@@ -147,30 +145,7 @@ export function floorDivideDecimal(a: DecimalString | number, b: DecimalString |
  */
 export const MAX_EXACT = Number.MAX_SAFE_INTEGER;
 
-/**
- * A sum as Laurel keeps it: the decimal itself whenever a JS number carries it exactly (0.1 + 0.2 is 0.3),
- * else the decimal of the nearest JS number (0.30000000000000004 + 0.30000000000000004 is
- * 0.6000000000000001, as in JavaScript), so what is stored is always exactly what responses and stores carry
- * as a number. Null when the sum is beyond +-{@link MAX_EXACT}: the caller refuses it.
- */
-export function representable(value: DecimalString): DecimalString | null {
-  const n = Number(value);
-  if (!Number.isFinite(n) || Math.abs(n) > MAX_EXACT) return null;
-  const d = decimalOf(n);
-  return d === value ? value : d;
-}
 
-/** The decimal as a JS number (for responses). */
-export function decimalToNumber(value: DecimalString): number {
-  return Number(value);
-}
-
-/** The larger of two decimals. */
-export function maxDecimal(a: DecimalString, b: DecimalString): DecimalString {
-  return compareDecimal(a, b) >= 0 ? a : b;
-}
-
-export const DECIMAL_ZERO: DecimalString = format(ZERO.m, ZERO.s);
 
 // Totals and sums in a user's state are JS numbers: each is the number nearest to the exact decimal sum of
 // the decimals its operands denote (a number denotes its shortest decimal, `String(n)`), so 0.1 + 0.2 is 0.3.
@@ -198,8 +173,8 @@ function scaled(x: number, s: number): number {
 }
 
 /**
- * Exact `a + b` for numbers, rounded once to the nearest number (see {@link representable}): `0.1 + 0.2` is
- * `0.3`. Integers and short decimals take an integer path; anything else the exact decimal path.
+ * Exact `a + b` for numbers, rounded once to the nearest number: `0.1 + 0.2` is `0.3`, and
+ * `0.30000000000000004 + 0.30000000000000004` is `0.6000000000000001`, as in JavaScript. Integers and short decimals take an integer path; anything else the exact decimal path.
  */
 export function addExact(a: number, b: number): number {
   const sa = scaleOf(a);

@@ -13,7 +13,7 @@ import {
   type LocalDate,
   type WeekStart,
 } from '../core/calendar.js';
-import { decimalOf, subtractDecimal } from '../core/decimal.js';
+import { addExact } from '../core/decimal.js';
 import { grantInstant, grantsBefore } from '../core/points.js';
 import type { GrantRun } from '../core/types.js';
 
@@ -72,7 +72,7 @@ export function foldSummary(starts: readonly LocalDate[], bounds: readonly strin
       total = (points[i] as { total: number }).total;
       i++;
     }
-    rows.push({ date: starts[p] as LocalDate, total, change: Number(subtractDecimal(decimalOf(total), decimalOf(opening))) });
+    rows.push({ date: starts[p] as LocalDate, total, change: addExact(total, -opening) });
   }
   return rows;
 }
