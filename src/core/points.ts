@@ -99,15 +99,23 @@ export function award(step: Step, system: CompiledPointsSystem, trigger: Compile
   if (next < lower) next = Math.min(ps.total, lower);
   const awarded = next - ps.total;
   if (awarded === 0) return;
-  ownPoints(step, system.key).total = next;
+  book(step, system, trigger, awarded, at, boosts.length > 0 ? { boosts: boosts as BoostView[] } : {});
+}
+
+/**
+ * Books an award of `awarded` points made at `at`: the system's new total, the award for the response and
+ * its ledger row (the trigger by id; `extra` adds boosts or a run of grants to both).
+ */
+function book(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, awarded: number, at: Date, extra: { boosts?: BoostView[]; grants?: GrantRun }): void {
+  const ps = ownPoints(step, system.key);
+  ps.total += awarded;
   const date = at === step.now ? step.nowIso : at.toISOString();
-  const made: Award = { id: step.newId(), awarded, date, total: next, trigger: triggerView(trigger) };
-  const row: AwardRow = { trigger: trigger.id, type: trigger.type };
-  if (boosts.length > 0) made.boosts = row.boosts = boosts as BoostView[];
+  const made: Award = { id: step.newId(), awarded, date, total: ps.total, trigger: triggerView(trigger), ...extra };
+  const row: AwardRow = { trigger: trigger.id, type: trigger.type, ...extra };
   let list = step.awards.get(system.key);
   if (!list) step.awards.set(system.key, (list = []));
   list.push(made);
-  step.effects.ledger.push({ id: made.id, userId: step.state.user.id, kind: 'points', key: system.key, at: date, delta: awarded, total: next, data: row });
+  step.effects.ledger.push({ id: made.id, userId: step.state.user.id, kind: 'points', key: system.key, at: date, delta: awarded, total: ps.total, data: row });
 }
 
 /** The highest total a system allows: `maxPoints`, and never above the exact range (2^53 - 1). */
@@ -220,16 +228,7 @@ function runLength(step: Step, system: CompiledPointsSystem, total: number, firs
 /** Makes `count` grants of a time trigger, the first falling due at `at`, as one award and one ledger row. */
 function awardRun(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, count: number, at: Date): void {
   if (trigger.type !== 'time') return;
-  const ps = ownPoints(step, system.key);
-  const awarded = trigger.points * count;
-  ps.total += awarded;
-  const date = at.toISOString();
-  const grants: GrantRun = { count, unit: trigger.timeUnit, every: trigger.timeInterval, tz: step.tz };
-  const made: Award = { id: step.newId(), awarded, date, total: ps.total, trigger: triggerView(trigger), grants };
-  let list = step.awards.get(system.key);
-  if (!list) step.awards.set(system.key, (list = []));
-  list.push(made);
-  step.effects.ledger.push({ id: made.id, userId: step.state.user.id, kind: 'points', key: system.key, at: date, delta: awarded, total: ps.total, data: { trigger: trigger.id, type: trigger.type, grants } });
+  book(step, system, trigger, trigger.points * count, at, { grants: { count, unit: trigger.timeUnit, every: trigger.timeInterval, tz: step.tz } });
 }
 
 /** The instant (ms) of grant `j` (0-based) of a run whose first grant fell due at `first`. */
