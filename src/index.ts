@@ -60,6 +60,10 @@ export type {
   LeaderboardWrite,
   LedgerKind,
   LedgerRow,
+  MetricRowData,
+  UserRowData,
+  CompletionRowData,
+  UserFields,
   LevelView,
   PointsSystemView,
   PointsTriggerView,
@@ -88,7 +92,7 @@ export type {
   BoardStatus,
 } from './engine/engine.js';
 export type { Aggregation, SummaryOptions, SummaryRow } from './engine/summaries.js';
-export type { Store, BatchCommitOutcome, Commit, CommitResult, EventLoad, IdempotencyLookup, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, VersionedState } from './store/types.js';
+export type { Store, BatchCommitOutcome, Commit, CommitResult, EventLoad, IdempotencyLookup, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, VersionedState } from './store/types.js';
 export type { BatchEvent, BatchEventResult } from './engine/batch.js';
 export type { IndexEntry } from './store/ordered-index.js';
 export type { RankIndex, RankIndexSource, VersionedWrite, WithRankIndexOptions } from './store/rank-index.js';

@@ -275,7 +275,7 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
 
   const pointsSystems: CompiledPointsSystem[] = cfg.pointsSystems.map((ps) => {
     const triggers: CompiledTrigger[] = ps.triggers.map((t, i) => {
-      const id = t.id ?? stableId('pointsTrigger', `${ps.key}:${i}:${t.type}`);
+      const id = t.id ?? stableId('pointsTrigger', `${ps.key}:${t.key}`);
       const extra: Record<string, string> = {};
       if (t.type === 'metric') {
         const metric = metricsByKey.get(t.metricKey) as CompiledMetric;

@@ -70,8 +70,10 @@ export const streakSchema = z
   })
   .strict();
 
+// A trigger's `key` names it for good (unique within its system): its id and the user's progress on it derive
+// from the system's key and this key, never from its position, so editing other triggers changes nothing.
 // Trigger ids key records in user states: never a name a write could take for the prototype.
-const triggerBase = { id: idSchema.refine((id) => id === undefined || !FORBIDDEN_KEYS.has(id), 'is a reserved name'), points };
+const triggerBase = { key: keySchema, id: idSchema.refine((id) => id === undefined || !FORBIDDEN_KEYS.has(id), 'is a reserved name'), points };
 
 export const pointsTriggerSchema = z.discriminatedUnion('type', [
   z.object({
@@ -232,6 +234,7 @@ export const configSchema = z
     cfg.pointsSystems.forEach((ps, i) => {
       unique(ps.levels, `pointsSystems.${i}.levels`);
       unique(ps.boosts, `pointsSystems.${i}.boosts`);
+      unique(ps.triggers, `pointsSystems.${i}.triggers`);
       const ids = new Set<string>();
       ps.triggers.forEach((t, j) => {
         const path = ['pointsSystems', i, 'triggers', j];

@@ -97,9 +97,40 @@ export interface CoreContext {
   newId: () => string;
 }
 
-export type LedgerKind = 'metric' | 'points' | 'streak';
+/**
+ * What a ledger row records. `metric`, `user` and `achievement` rows are the inputs a user's history is
+ * made of (events, upserts that changed the user, API completions): replay re-applies them in order.
+ * `points` and `streak` rows are what those inputs caused (awards and adjustments, streak periods).
+ */
+export type LedgerKind = 'metric' | 'points' | 'streak' | 'user' | 'achievement';
 
-/** One append-only ledger row: a metric change, a points award or a streak period. */
+/** The user fields of an input (what an event, upsert or completion sent besides the id). */
+export type UserFields = Omit<UserInput, 'id'>;
+
+/**
+ * A metric row's data: what replay needs besides the value (`delta`) and instant (`at`). Null when the
+ * event had none of it.
+ */
+export interface MetricRowData {
+  attributes?: Record<string, string>;
+  idempotencyKey?: string;
+  /** The user fields sent with the event, when they created the user or changed them. */
+  user?: UserFields;
+}
+
+/** A `user` row's data: the fields of an upsert (identify, update) that created or changed the user. */
+export interface UserRowData {
+  user: UserFields;
+}
+
+/** An `achievement` row's data (key: the achievement's key): an API completion. */
+export interface CompletionRowData {
+  completionId: string;
+  /** The user fields sent with the completion, when they created the user or changed them. */
+  user?: UserFields;
+}
+
+/** One append-only ledger row: an input (event, upsert, completion), a points award or a streak period. */
 export interface LedgerRow {
   id: string;
   userId: string;
@@ -112,10 +143,11 @@ export interface LedgerRow {
   /** Running total after this row. */
   total: number;
   /**
-   * Metric rows: null (the row's id is the event's id). Points rows: the award's trigger by id
-   * ({@link AwardRow}; rows written before 0.2 hold the whole {@link Award}). Streak rows: the period.
+   * Metric rows: {@link MetricRowData} or null (the row's id is the event's id). Points rows: the award's
+   * trigger by id or an adjustment ({@link AwardRow}; rows written before 0.2 hold the whole {@link Award}).
+   * Streak rows: the period. User and achievement rows: {@link UserRowData}, {@link CompletionRowData}.
    */
-  data: AwardRow | StreakPeriodRow | Award | { eventId: string } | null;
+  data: AwardRow | StreakPeriodRow | Award | MetricRowData | UserRowData | CompletionRowData | { eventId: string } | null;
 }
 
 /**

@@ -29,6 +29,8 @@ export function guardStore(store: Store): Store {
     getIdempotencyRecord: call('getIdempotencyRecord', (u, m, k) => store.getIdempotencyRecord(u, m, k)),
     commit: call('commit', (c) => store.commit(c)),
     readLedger: call('readLedger', (q) => store.readLedger(q)),
+    readUserLedger: call('readUserLedger', (userId, page) => store.readUserLedger(userId, page)),
+    listUsers: call('listUsers', (page) => store.listUsers(page)),
     getEntry: call('getEntry', (index, userId) => store.getEntry(index, userId)),
     readRange: call('readRange', (index, offset, limit) => store.readRange(index, offset, limit)),
     countEntries: call('countEntries', (index, range) => store.countEntries(index, range)),

@@ -82,6 +82,8 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
     loadUsers: (ids) => store.loadUsers(ids),
     getIdempotencyRecord: (u, m, k) => store.getIdempotencyRecord(u, m, k),
     readLedger: (q) => store.readLedger(q),
+    readUserLedger: (userId, page) => store.readUserLedger(userId, page),
+    listUsers: (page) => store.listUsers(page),
     getCounters: (names) => store.getCounters(names),
     async commit(c) {
       const result = await store.commit(c);

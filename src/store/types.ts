@@ -82,6 +82,13 @@ export interface LedgerQuery {
   limit?: number;
 }
 
+/** A page of {@link Store.readUserLedger}. */
+export interface LedgerPage {
+  rows: LedgerRow[];
+  /** The cursor after the last row returned; null when there are no more rows. */
+  next: string | null;
+}
+
 /** An index entry with its 1-based rank. */
 export interface RankedEntry {
   userId: string;
@@ -165,6 +172,21 @@ export interface Store {
    * MUST cost in proportion to the rows returned (plus a logarithmic seek), never to the user's whole ledger.
    */
   readLedger(query: LedgerQuery): Promise<LedgerRow[]>;
+
+  /**
+   * One page of a user's whole ledger, every kind and key, in commit order (the rows of one commit in the
+   * order the commit listed them), starting after the opaque cursor `after` (from the start without it).
+   * `next` is the cursor to pass for the following page, null after the last row. Replay reads a user's
+   * history with it. MUST cost in proportion to the rows returned (plus a logarithmic seek).
+   */
+  readUserLedger(userId: string, page: { after?: string; limit: number }): Promise<LedgerPage>;
+
+  /**
+   * Ids of stored users in code-unit order, strictly after `after` (from the first without it), at most
+   * `limit`. Replay walks every user with it and resumes from the last id it finished. MUST cost in
+   * proportion to the ids returned (plus a logarithmic seek).
+   */
+  listUsers(page: { after?: string; limit: number }): Promise<string[]>;
 
   /**
    * One user's entry in an index with its rank, or null. SHOULD cost O(log n) (the memory store and the
