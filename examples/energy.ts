@@ -16,9 +16,9 @@ const config = defineConfig({
       name: 'Energy',
       maxPoints: 5,
       triggers: [
-        { type: 'user_creation', points: 5 }, // the starting balance
-        { type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }, // refill: +1 every hour after sign-up
-        { type: 'metric', metricKey: 'flashcards', metricThreshold: 1, points: -1, blockIfOutOfPoints: true }, // cost
+        { key: 'starting-balance', type: 'user_creation', points: 5 }, // the starting balance
+        { key: 'hourly-refill', type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }, // refill: +1 every hour after sign-up
+        { key: 'per-flashcard', type: 'metric', metricKey: 'flashcards', metricThreshold: 1, points: -1, blockIfOutOfPoints: true }, // cost
       ],
     },
   ],

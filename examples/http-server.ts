@@ -21,8 +21,8 @@ const config = defineConfig({
   ],
   streak: { frequency: 'daily' },
   pointsSystems: [
-    { key: 'xp', name: 'XP', levels: [{ key: 'novice', name: 'Novice', points: 0 }, { key: 'pro', name: 'Pro', points: 100 }], triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }] },
-    { key: 'energy', name: 'Energy', maxPoints: 5, triggers: [{ type: 'user_creation', points: 5 }, { type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }, { type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: -1, blockIfOutOfPoints: true }] },
+    { key: 'xp', name: 'XP', levels: [{ key: 'novice', name: 'Novice', points: 0 }, { key: 'pro', name: 'Pro', points: 100 }], triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }] },
+    { key: 'energy', name: 'Energy', maxPoints: 5, triggers: [{ key: 'signup', type: 'user_creation', points: 5 }, { key: 'hourly-refill', type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }, { key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: -1, blockIfOutOfPoints: true }] },
   ],
   leaderboards: [{ key: 'weekly', name: 'Weekly lessons', rankBy: 'metric', metricKey: 'lessons', start: '2026-01-05', runUnit: 'day', runInterval: 7 }],
 });

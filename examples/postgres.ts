@@ -17,7 +17,7 @@ const config = defineConfig({
   metrics: [{ key: 'orders', name: 'Orders placed' }],
   achievements: [{ key: 'regular', name: 'Regular', trigger: 'metric', metricKey: 'orders', metricValue: 3 }],
   streak: { frequency: 'weekly' },
-  pointsSystems: [{ key: 'coins', name: 'Coins', triggers: [{ type: 'metric', metricKey: 'orders', metricThreshold: 1, points: 5 }, { type: 'achievement', achievementKey: 'regular', points: 20 }] }],
+  pointsSystems: [{ key: 'coins', name: 'Coins', triggers: [{ key: 'per-order', type: 'metric', metricKey: 'orders', metricThreshold: 1, points: 5 }, { key: 'regular', type: 'achievement', achievementKey: 'regular', points: 20 }] }],
   leaderboards: [{ key: 'monthly', name: 'Top customers', rankBy: 'metric', metricKey: 'orders', start: '2026-01-01', runUnit: 'month', runInterval: 1 }],
 });
 

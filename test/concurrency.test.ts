@@ -4,7 +4,7 @@ import { createMemoryStore } from '../src/memory.js';
 
 const config = defineConfig({
   metrics: [{ key: 'lessons', name: 'Lessons' }],
-  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 1 }] }],
+  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 1 }] }],
   leaderboards: [{ key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2020-01-01' }],
 });
 

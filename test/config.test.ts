@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, defineConfig, isLaurelError } from '../src/index.js';
+import { stableId } from '../src/core/ids.js';
 
 const base = { metrics: [{ key: 'lessons', name: 'Lessons' }] };
 
@@ -85,11 +86,52 @@ describe('defineConfig', () => {
     const issues = issuesOf({
       ...base,
       streak: { frequency: 'daily' },
-      pointsSystems: [{ key: 'e', name: 'E', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 1, blockIfOutOfPoints: true }] }],
+      pointsSystems: [{ key: 'e', name: 'E', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 1, blockIfOutOfPoints: true }] }],
       leaderboards: [{ key: 's', name: 'S', rankBy: 'streak', start: '2026-01-01', runUnit: 'day', runInterval: 7 }],
     });
     const paths = issues.map((i) => i.path.join('.'));
     expect(paths).toContain('leaderboards.0.runUnit');
     expect(paths).toContain('pointsSystems.0.triggers.0.blockIfOutOfPoints');
+  });
+
+  it('requires a key on every points trigger', () => {
+    const issues = issuesOf({
+      ...base,
+      pointsSystems: [
+        { key: 'xp', name: 'XP', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }] },
+        { key: 'energy', name: 'Energy', triggers: [{ key: 'signup', type: 'user_creation', points: 5 }, { type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }] },
+      ],
+    });
+    expect(issues.map((i) => i.path.join('.'))).toContain('pointsSystems.1.triggers.1.key');
+  });
+
+  it('trigger keys are unique within a system, not across systems', () => {
+    const issues = issuesOf({
+      ...base,
+      pointsSystems: [{ key: 'xp', name: 'XP', triggers: [
+        { key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 },
+        { key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 5, points: 50 },
+      ] }],
+    });
+    const duplicate = issues.find((i) => i.path.join('.') === 'pointsSystems.0.triggers.1.key');
+    expect(duplicate?.message).toContain('duplicate key');
+    const c = defineConfig({
+      ...base,
+      pointsSystems: [
+        { key: 'xp', name: 'XP', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }] },
+        { key: 'coins', name: 'Coins', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 1 }] },
+      ],
+    });
+    expect(c.pointsSystems[0]?.triggers[0]?.id).toBe(stableId('pointsTrigger', 'xp:per-lesson'));
+    expect(c.pointsSystems[1]?.triggers[0]?.id).toBe(stableId('pointsTrigger', 'coins:per-lesson'));
+    // The id follows the key, not the position: a trigger added before it changes nothing.
+    const moved = defineConfig({
+      ...base,
+      pointsSystems: [{ key: 'xp', name: 'XP', triggers: [
+        { key: 'signup', type: 'user_creation', points: 5 },
+        { key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 },
+      ] }],
+    });
+    expect(moved.pointsSystems[0]?.triggers[1]?.id).toBe(c.pointsSystems[0]?.triggers[0]?.id);
   });
 });

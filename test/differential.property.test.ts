@@ -36,13 +36,13 @@ const config = defineConfig({
       name: 'XP',
       levels: [{ key: 'a', name: 'A', points: 0 }, { key: 'b', name: 'B', points: 100 }],
       triggers: [
-        { type: 'metric', metricKey: 'toString', metricThreshold: 1, points: 10 },
-        { type: 'achievement', achievementKey: 'valueOf', points: 50 },
-        { type: 'streak', streakLengthThreshold: 2, points: 5 },
-        { type: 'metric', metricKey: 'quiz', metricThreshold: 1, points: 1_000_000_000_000_000 },
+        { key: 'toString', type: 'metric', metricKey: 'toString', metricThreshold: 1, points: 10 },
+        { key: 'valueOf', type: 'achievement', achievementKey: 'valueOf', points: 50 },
+        { key: 'streak', type: 'streak', streakLengthThreshold: 2, points: 5 },
+        { key: 'per-quiz', type: 'metric', metricKey: 'quiz', metricThreshold: 1, points: 1_000_000_000_000_000 },
       ],
     },
-    { key: 'energy', name: 'Energy', maxPoints: 3, triggers: [{ type: 'user_creation', points: 3 }, { type: 'time', timeUnit: 'day', timeInterval: 1, points: 1 }, { type: 'metric', metricKey: 'quiz', metricThreshold: 1, points: -1, blockIfOutOfPoints: true }] },
+    { key: 'energy', name: 'Energy', maxPoints: 3, triggers: [{ key: 'signup', type: 'user_creation', points: 3 }, { key: 'daily-refill', type: 'time', timeUnit: 'day', timeInterval: 1, points: 1 }, { key: 'per-quiz', type: 'metric', metricKey: 'quiz', metricThreshold: 1, points: -1, blockIfOutOfPoints: true }] },
   ],
   leaderboards: [
     { key: 'valueOf', name: 'Weekly', rankBy: 'metric', metricKey: 'toString', start: '2026-01-05', runUnit: 'day', runInterval: 7 },

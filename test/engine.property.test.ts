@@ -16,8 +16,8 @@ const config = defineConfig({
   ],
   streak: { frequency: 'daily', freezes: { initial: 1, max: 2, autoEarn: { everyDays: 3, amount: 1 } } },
   pointsSystems: [
-    { key: 'xp', name: 'XP', levels: [{ key: 'b', name: 'B', points: 0 }, { key: 's', name: 'S', points: 50 }], triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 2, points: 10 }, { type: 'streak', streakLengthThreshold: 2, points: 5 }, { type: 'achievement', achievementKey: 'five', points: 25 }] },
-    { key: 'energy', name: 'Energy', maxPoints: 5, triggers: [{ type: 'user_creation', points: 5 }, { type: 'time', timeUnit: 'hour', timeInterval: 6, points: 1 }, { type: 'metric', metricKey: 'quizzes', metricThreshold: 1, points: -1 }] },
+    { key: 'xp', name: 'XP', levels: [{ key: 'b', name: 'B', points: 0 }, { key: 's', name: 'S', points: 50 }], triggers: [{ key: 'lessons', type: 'metric', metricKey: 'lessons', metricThreshold: 2, points: 10 }, { key: 'streak', type: 'streak', streakLengthThreshold: 2, points: 5 }, { key: 'five', type: 'achievement', achievementKey: 'five', points: 25 }] },
+    { key: 'energy', name: 'Energy', maxPoints: 5, triggers: [{ key: 'signup', type: 'user_creation', points: 5 }, { key: 'refill', type: 'time', timeUnit: 'hour', timeInterval: 6, points: 1 }, { key: 'per-quiz', type: 'metric', metricKey: 'quizzes', metricThreshold: 1, points: -1 }] },
   ],
   leaderboards: [{ key: 'weekly', name: 'Weekly', rankBy: 'metric', metricKey: 'lessons', start: '2024-01-01', runUnit: 'day', runInterval: 7 }],
 });

@@ -11,19 +11,22 @@ import { sequentialIds } from '../src/testing/index.js';
 const HOUR = 3_600_000;
 const START = Date.parse('2026-01-05T07:30:00Z');
 
-type TimeTrigger = { type: 'time'; timeUnit: 'hour' | 'day'; timeInterval: number; points: number };
-const arbTrigger: fc.Arbitrary<TimeTrigger> = fc.record({
+type TimeTrigger = { key: string; type: 'time'; timeUnit: 'hour' | 'day'; timeInterval: number; points: number };
+const arbTrigger: fc.Arbitrary<Omit<TimeTrigger, 'key'>> = fc.record({
   type: fc.constant('time' as const),
   timeUnit: fc.constantFrom('hour' as const, 'day' as const),
   timeInterval: fc.integer({ min: 1, max: 5 }),
   points: fc.constantFrom(1, 2, 3, 5, -1),
 });
+/** A system's time triggers, keyed by their place in the array (`refill-0`, `refill-1`, ...): unique in it. */
+const arbTriggers = (maxLength: number): fc.Arbitrary<TimeTrigger[]> =>
+  fc.array(arbTrigger, { minLength: 1, maxLength }).map((ts) => ts.map((t, i) => ({ key: `refill-${i}`, ...t })));
 
 function configOf(triggers: TimeTrigger[], maxPoints: number | null, tz: string) {
   return defineConfig({
     timeZone: tz,
     metrics: [{ key: 'm', name: 'M' }],
-    pointsSystems: [{ key: 'e', name: 'E', ...(maxPoints === null ? {} : { maxPoints }), triggers: [{ type: 'user_creation', points: 10 }, ...triggers, { type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }] }],
+    pointsSystems: [{ key: 'e', name: 'E', ...(maxPoints === null ? {} : { maxPoints }), triggers: [{ key: 'signup', type: 'user_creation', points: 10 }, ...triggers, { key: 'per-m', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }] }],
     leaderboards: [{ key: 'wk', name: 'Weekly', rankBy: 'points', pointsSystemKey: 'e', start: '2026-01-05', runUnit: 'day', runInterval: 7, timeZone: tz }],
   });
 }
@@ -32,7 +35,7 @@ describe('runs of time grants', () => {
   it('give the same totals, summaries and board values as one row per grant', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(arbTrigger, { minLength: 1, maxLength: 2 }),
+        arbTriggers(2),
         fc.option(fc.integer({ min: 15, max: 400 }), { nil: null }),
         fc.constantFrom('UTC', 'Europe/Paris', 'America/New_York', 'Asia/Kathmandu'),
         fc.array(fc.integer({ min: 1, max: 24 * 20 }), { minLength: 1, maxLength: 5 }),
@@ -73,7 +76,7 @@ describe('runs of time grants', () => {
     const config = defineConfig({
       timeZone: 'UTC',
       metrics: [{ key: 'm', name: 'M' }],
-      pointsSystems: [{ key: 'e', name: 'E', triggers: [{ type: 'time', timeUnit: 'day', timeInterval: 1, points: 1 }, { type: 'metric', metricKey: 'm', metricThreshold: 1, points: 10 }] }],
+      pointsSystems: [{ key: 'e', name: 'E', triggers: [{ key: 'daily', type: 'time', timeUnit: 'day', timeInterval: 1, points: 1 }, { key: 'per-m', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 10 }] }],
     });
     let now = Date.parse('2026-03-05T03:01:00Z');
     const engine = createEngine({ config, store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });
@@ -93,7 +96,7 @@ describe('runs of time grants', () => {
   });
 
   it('a year idle costs one award and one ledger row, and a small response', async () => {
-    const config = configOf([{ type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }], null, 'Europe/Paris');
+    const config = configOf([{ key: 'hourly', type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }], null, 'Europe/Paris');
     let now = START;
     const store = createMemoryStore();
     const engine = createEngine({ config, store, clock: () => new Date(now), newId: sequentialIds() });

@@ -29,7 +29,7 @@ const protoConfig = defineConfig({
     { key: 'propertyIsEnumerable', name: 'composite', trigger: 'achievement', achievementKeys: ['valueOf', 'toLocaleString'] },
   ],
   streak: { frequency: 'daily', metrics: [{ key: 'toString', threshold: 1 }] },
-  pointsSystems: [{ key: 'toString', name: 'Points named toString', triggers: [{ type: 'metric', metricKey: 'toString', metricThreshold: 1, points: 3 }, { type: 'achievement', achievementKey: 'valueOf', points: 100 }] }],
+  pointsSystems: [{ key: 'toString', name: 'Points named toString', triggers: [{ key: 'toString', type: 'metric', metricKey: 'toString', metricThreshold: 1, points: 3 }, { key: 'valueOf', type: 'achievement', achievementKey: 'valueOf', points: 100 }] }],
   leaderboards: [{ key: 'valueOf', name: 'Board named valueOf', rankBy: 'metric', metricKey: 'toString', start: '2026-01-01', breakdownAttributes: ['hasOwnProperty'] }],
 });
 
@@ -68,7 +68,7 @@ describe('keys named after Object.prototype members', () => {
   });
 
   it('no key of a state is ever __proto__: trigger ids cannot be, and a stored state\'s are dropped', () => {
-    expect(() => defineConfig({ metrics: [{ key: 'm', name: 'M' }], pointsSystems: [{ key: 'p', name: 'P', triggers: [{ id: '__proto__', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }] }] })).toThrow(/reserved/);
+    expect(() => defineConfig({ metrics: [{ key: 'm', name: 'M' }], pointsSystems: [{ key: 'p', name: 'P', triggers: [{ key: 'per-m', id: '__proto__', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }] }] })).toThrow(/reserved/);
     const ctx = { now: new Date('2026-01-05T10:00:00Z'), newId: sequentialIds() };
     const { state } = applyEvent(protoConfig, null, { metricKey: 'valueOf', user: { id: 'k' }, value: 1 }, ctx);
     const hostile = JSON.parse(JSON.stringify(state).replace('"metrics":{', '"metrics":{"__proto__":{"polluted":1},')) as UserState;
@@ -85,8 +85,8 @@ describe('numbers outside the exact range', () => {
   const config = defineConfig({
     metrics: [{ key: 'm', name: 'M' }],
     pointsSystems: [
-      { key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1_000_000 }] },
-      { key: 'big', name: 'Big', triggers: [{ type: 'time', timeUnit: 'hour', timeInterval: 1, points: 4_000_000_000_000_000 }] },
+      { key: 'xp', name: 'XP', triggers: [{ key: 'per-m', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1_000_000 }] },
+      { key: 'big', name: 'Big', triggers: [{ key: 'hourly', type: 'time', timeUnit: 'hour', timeInterval: 1, points: 4_000_000_000_000_000 }] },
     ],
     leaderboards: [{ key: 'b', name: 'B', rankBy: 'metric', metricKey: 'm', start: '2026-01-01' }],
   });
@@ -177,7 +177,7 @@ describe('attribute-gated achievements', () => {
       { key: 'pro-5', name: 'Pro five', trigger: 'metric', metricKey: 'lessons', metricValue: 5, userAttributes: { plan: 'pro' } },
       { key: 'done', name: 'Done', trigger: 'achievement', achievementKeys: ['pro-5'] },
     ],
-    pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'achievement', achievementKey: 'pro-5', points: 50 }] }],
+    pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'pro-5', type: 'achievement', achievementKey: 'pro-5', points: 50 }] }],
   });
 
   it('unlock as soon as the user gains the attribute, by identify, update, an event on another metric or accrue', async () => {
@@ -204,7 +204,7 @@ describe('every public function throws only LaurelErrors for bad input', () => {
     attributes: [{ key: 'city', name: 'City', type: 'user' }],
     achievements: [{ key: 'api', name: 'API', trigger: 'api' }],
     streak: { frequency: 'daily' },
-    pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }] }],
+    pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'per-m', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }] }],
     leaderboards: [{ key: 'b', name: 'B', rankBy: 'metric', metricKey: 'm', start: '2026-01-01', breakdownAttributes: ['city'] }],
   });
   const ctx = { now: new Date('2026-01-05T10:00:00Z'), newId: sequentialIds() };

@@ -19,8 +19,8 @@ const config = defineConfig({
   ],
   streak: { frequency: 'daily', freezes: { initial: 1, max: 2 } },
   pointsSystems: [
-    { key: 'xp', name: 'XP', levels: [{ key: 'a', name: 'A', points: 0 }, { key: 'b', name: 'B', points: 50 }], triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { type: 'achievement', achievementKey: 'onboarded', points: 5 }] },
-    { key: 'energy', name: 'Energy', maxPoints: 2, triggers: [{ type: 'user_creation', points: 2 }, { type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }, { type: 'metric', metricKey: 'cards', metricThreshold: 1, points: -1, blockIfOutOfPoints: true }] },
+    { key: 'xp', name: 'XP', levels: [{ key: 'a', name: 'A', points: 0 }, { key: 'b', name: 'B', points: 50 }], triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { key: 'onboarded', type: 'achievement', achievementKey: 'onboarded', points: 5 }] },
+    { key: 'energy', name: 'Energy', maxPoints: 2, triggers: [{ key: 'signup', type: 'user_creation', points: 2 }, { key: 'hourly-refill', type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }, { key: 'per-card', type: 'metric', metricKey: 'cards', metricThreshold: 1, points: -1, blockIfOutOfPoints: true }] },
   ],
   leaderboards: [
     { key: 'weekly', name: 'Weekly', rankBy: 'metric', metricKey: 'lessons', start: '2026-01-05', runUnit: 'day', runInterval: 7 },

@@ -8,7 +8,7 @@ const config = defineConfig({
   metrics: [{ key: 'lessons', name: 'Lessons' }],
   attributes: [{ key: 'country', name: 'Country', type: 'user' }],
   streak: { frequency: 'daily' },
-  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { type: 'user_creation', points: 1 }] }],
+  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { key: 'signup', type: 'user_creation', points: 1 }] }],
   leaderboards: [
     { key: 'all-time', name: 'All time', rankBy: 'metric', metricKey: 'lessons', start: '2026-01-01' },
     { key: 'top3', name: 'Top 3', rankBy: 'metric', metricKey: 'lessons', start: '2026-01-01', maxParticipants: 3 },

@@ -18,14 +18,14 @@ const xpConfig = defineConfig({
       ],
       allowNegative: false,
       triggers: [
-        { type: 'metric', metricKey: 'lessons', metricThreshold: 5, points: 10 },
-        { type: 'metric', metricKey: 'words', metricThreshold: 1, points: 1, eventAttributes: { device: 'ios' }, userAttributes: { plan: 'pro' } },
-        { type: 'streak', streakLengthThreshold: 2, points: 50 },
-        { type: 'achievement', achievementKey: 'onboarded', points: 25 },
-        { type: 'user_creation', points: 5 },
+        { key: 'per-five-lessons', type: 'metric', metricKey: 'lessons', metricThreshold: 5, points: 10 },
+        { key: 'pro-ios-words', type: 'metric', metricKey: 'words', metricThreshold: 1, points: 1, eventAttributes: { device: 'ios' }, userAttributes: { plan: 'pro' } },
+        { key: 'two-day-streak', type: 'streak', streakLengthThreshold: 2, points: 50 },
+        { key: 'onboarded', type: 'achievement', achievementKey: 'onboarded', points: 25 },
+        { key: 'signup', type: 'user_creation', points: 5 },
       ],
     },
-    { key: 'penalty', name: 'Penalty', triggers: [{ type: 'metric', metricKey: 'words', metricThreshold: 1, points: -100 }] },
+    { key: 'penalty', name: 'Penalty', triggers: [{ key: 'per-word', type: 'metric', metricKey: 'words', metricThreshold: 1, points: -100 }] },
   ],
 });
 
@@ -72,7 +72,7 @@ describe('metric triggers (semantics 6)', () => {
   });
 
   it('allowNegative lets the total go below 0', async () => {
-    const cfg = defineConfig({ metrics: [{ key: 'm', name: 'M' }], pointsSystems: [{ key: 'debt', name: 'Debt', allowNegative: true, triggers: [{ type: 'metric', metricKey: 'm', metricThreshold: 1, points: -3 }] }] });
+    const cfg = defineConfig({ metrics: [{ key: 'm', name: 'M' }], pointsSystems: [{ key: 'debt', name: 'Debt', allowNegative: true, triggers: [{ key: 'per-m', type: 'metric', metricKey: 'm', metricThreshold: 1, points: -3 }] }] });
     const t = setup(cfg);
     expect((await t.engine.recordEvent('m', { user: u, value: 2 })).points.debt).toMatchObject({ total: -6, added: -6 });
   });
@@ -111,7 +111,7 @@ describe('levels', () => {
   it('the level is the highest at or below the total, up and down', async () => {
     const cfg = defineConfig({
       metrics: [{ key: 'm', name: 'M' }],
-      pointsSystems: [{ key: 'xp', name: 'XP', levels: [{ key: 'one', name: 'One', points: 10 }, { key: 'two', name: 'Two', points: 20 }], triggers: [{ type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }, { type: 'metric', metricKey: 'm', metricThreshold: 1, points: -1, eventAttributes: { kind: 'refund' } }] }],
+      pointsSystems: [{ key: 'xp', name: 'XP', levels: [{ key: 'one', name: 'One', points: 10 }, { key: 'two', name: 'Two', points: 20 }], triggers: [{ key: 'per-m', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }, { key: 'refund', type: 'metric', metricKey: 'm', metricThreshold: 1, points: -1, eventAttributes: { kind: 'refund' } }] }],
       attributes: [{ key: 'kind', name: 'Kind', type: 'event' }],
     });
     const t = setup(cfg);
@@ -120,7 +120,7 @@ describe('levels', () => {
     // A refund: +3 and -3 on separate triggers; then a -9 correction through the consuming trigger.
     const down = await t.engine.recordEvent('m', { user: u, value: 12, attributes: { kind: 'refund' } });
     expect(down.points.xp).toMatchObject({ total: 21, added: 0 });
-    const cfgDown = defineConfig({ metrics: [{ key: 'm', name: 'M' }, { key: 'spend', name: 'Spend' }], pointsSystems: [{ key: 'xp', name: 'XP', levels: [{ key: 'one', name: 'One', points: 10 }, { key: 'two', name: 'Two', points: 20 }], triggers: [{ type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }, { type: 'metric', metricKey: 'spend', metricThreshold: 1, points: -1 }] }] });
+    const cfgDown = defineConfig({ metrics: [{ key: 'm', name: 'M' }, { key: 'spend', name: 'Spend' }], pointsSystems: [{ key: 'xp', name: 'XP', levels: [{ key: 'one', name: 'One', points: 10 }, { key: 'two', name: 'Two', points: 20 }], triggers: [{ key: 'per-m', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }, { key: 'per-spend', type: 'metric', metricKey: 'spend', metricThreshold: 1, points: -1 }] }] });
     const t2 = setup(cfgDown);
     expect((await t2.engine.recordEvent('m', { user: u, value: 25 })).points.xp?.level?.key).toBe('two');
     expect((await t2.engine.recordEvent('spend', { user: u, value: 10 })).points.xp).toMatchObject({ total: 15, level: { key: 'one', name: 'One', description: '', badgeUrl: null, points: 10 } });
@@ -137,9 +137,9 @@ const energyConfig = defineConfig({
       name: 'Energy',
       maxPoints: 5,
       triggers: [
-        { type: 'user_creation', points: 5 },
-        { type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 },
-        { type: 'metric', metricKey: 'flashcards', metricThreshold: 1, points: -1, blockIfOutOfPoints: true },
+        { key: 'signup', type: 'user_creation', points: 5 },
+        { key: 'hourly-refill', type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 },
+        { key: 'per-flashcard', type: 'metric', metricKey: 'flashcards', metricThreshold: 1, points: -1, blockIfOutOfPoints: true },
       ],
     },
   ],
@@ -191,7 +191,7 @@ describe('energy: caps, blocking and time grants', () => {
   it('daily grants land at local midnight, across a DST change', async () => {
     const cfg = defineConfig({
       metrics: [{ key: 'm', name: 'M' }],
-      pointsSystems: [{ key: 'lives', name: 'Lives', maxPoints: 10, triggers: [{ type: 'time', timeUnit: 'day', timeInterval: 1, points: 1 }] }],
+      pointsSystems: [{ key: 'lives', name: 'Lives', maxPoints: 10, triggers: [{ key: 'daily-life', type: 'time', timeUnit: 'day', timeInterval: 1, points: 1 }] }],
     });
     const t = setup(cfg, '2024-03-29T12:00:00Z');
     await t.engine.identifyUser({ id: 'b', tz: 'Europe/Berlin' });
@@ -235,7 +235,7 @@ describe('boosts', () => {
       {
         key: 'xp',
         name: 'XP',
-        triggers: [{ type: 'metric', metricKey: 'm', metricThreshold: 1, points: 5 }],
+        triggers: [{ key: 'per-m', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 5 }],
         boosts: [
           { key: 'weekend', name: 'Double weekend', multiplier: 2, start: '2026-01-03', end: '2026-01-04', rounding: 'down' },
           { key: 'pro', name: 'Pro bonus', multiplier: 1.25, start: '2026-01-01', end: null, rounding: 'down', userAttributes: { plan: 'pro' } },

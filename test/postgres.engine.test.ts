@@ -15,8 +15,8 @@ const config = defineConfig({
   achievements: [{ key: 'three', name: 'Three', trigger: 'metric', metricKey: 'lessons', metricValue: 3 }],
   streak: { frequency: 'daily', freezes: { initial: 1, max: 1 } },
   pointsSystems: [
-    { key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { type: 'achievement', achievementKey: 'three', points: 5 }] },
-    { key: 'energy', name: 'Energy', maxPoints: 3, triggers: [{ type: 'user_creation', points: 3 }, { type: 'time', timeUnit: 'hour', timeInterval: 2, points: 1 }] },
+    { key: 'xp', name: 'XP', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { key: 'three-lessons', type: 'achievement', achievementKey: 'three', points: 5 }] },
+    { key: 'energy', name: 'Energy', maxPoints: 3, triggers: [{ key: 'signup', type: 'user_creation', points: 3 }, { key: 'refill', type: 'time', timeUnit: 'hour', timeInterval: 2, points: 1 }] },
   ],
   leaderboards: [
     { key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2020-01-01', maxParticipants: 3 },

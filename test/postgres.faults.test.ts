@@ -27,7 +27,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const config = defineConfig({
   metrics: [{ key: 'lessons', name: 'Lessons' }],
   achievements: [{ key: 'ten', name: 'Ten', trigger: 'metric', metricKey: 'lessons', metricValue: 10 }],
-  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { type: 'achievement', achievementKey: 'ten', points: 100 }] }],
+  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { key: 'ten-lessons', type: 'achievement', achievementKey: 'ten', points: 100 }] }],
   leaderboards: [{ key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2020-01-01' }],
 });
 const BOARD = 'lb|all|2020-01-01|';

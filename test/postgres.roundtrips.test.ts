@@ -94,7 +94,7 @@ function richCommit(userId: string, expectedVersion: number, value: number): Com
 const config = defineConfig({
   metrics: [{ key: 'lessons', name: 'Lessons' }],
   achievements: [{ key: 'three', name: 'Three', trigger: 'metric', metricKey: 'lessons', metricValue: 3 }],
-  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { type: 'achievement', achievementKey: 'three', points: 5 }] }],
+  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { key: 'three-lessons', type: 'achievement', achievementKey: 'three', points: 5 }] }],
   leaderboards: [
     { key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2020-01-01', maxParticipants: 3 },
     { key: 'xp', name: 'XP', rankBy: 'points', pointsSystemKey: 'xp', start: '2020-01-01' },

@@ -17,7 +17,7 @@ const CITIES = ['rome', 'paris', 'oslo'] as const;
 const config = defineConfig({
   metrics: [{ key: 'm', name: 'M' }],
   attributes: [{ key: 'city', name: 'City', type: 'user' }],
-  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'm', metricThreshold: 2, points: 3 }] }],
+  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'per-two-m', type: 'metric', metricKey: 'm', metricThreshold: 2, points: 3 }] }],
   leaderboards: [
     { key: 'all', name: 'All', rankBy: 'metric', metricKey: 'm', start: '2020-01-01' },
     { key: 'city', name: 'By city', rankBy: 'metric', metricKey: 'm', start: '2020-01-01', breakdownAttributes: ['city'] },

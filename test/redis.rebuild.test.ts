@@ -15,7 +15,7 @@ import { REDIS_URL, uniq } from './servers.js';
 const config = defineConfig({
   metrics: [{ key: 'm', name: 'M' }],
   attributes: [{ key: 'city', name: 'City', type: 'user' }],
-  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }] }],
+  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'per-m', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 1 }] }],
   leaderboards: [
     { key: 'all', name: 'All', rankBy: 'metric', metricKey: 'm', start: '2020-01-01' },
     { key: 'city', name: 'By city', rankBy: 'metric', metricKey: 'm', start: '2020-01-01', breakdownAttributes: ['city'] },

@@ -166,7 +166,7 @@ function richConfig(): LaurelConfig {
       : { key: `a${i}`, name: `Ach ${i}`, trigger: 'metric' as const, metricKey: i % 2 ? 'lessons' : 'words', metricValue: (i + 1) * 25, ...(i % 3 === 0 ? { eventAttributes: { device: 'ios' } } : {}) },
   );
   const triggers = (n: number, key: string) =>
-    Array.from({ length: n }, (_, i) => ({ type: 'metric' as const, metricKey: i % 2 ? 'lessons' : 'words', metricThreshold: i + 1, points: 1 + i, ...(i % 4 === 0 ? { eventAttributes: { device: 'ios' } } : {}), id: `${key}-${i}` }));
+    Array.from({ length: n }, (_, i) => ({ key: `t${i}`, type: 'metric' as const, metricKey: i % 2 ? 'lessons' : 'words', metricThreshold: i + 1, points: 1 + i, ...(i % 4 === 0 ? { eventAttributes: { device: 'ios' } } : {}), id: `${key}-${i}` }));
   return defineConfig({
     metrics: [{ key: 'lessons', name: 'Lessons' }, { key: 'words', name: 'Words' }],
     attributes: [{ key: 'device', name: 'Device', type: 'event' }],
@@ -174,8 +174,8 @@ function richConfig(): LaurelConfig {
     streak: { frequency: 'daily', freezes: { initial: 1, max: 3, autoEarn: { everyDays: 7, amount: 1 } } },
     pointsSystems: [
       { key: 'xp', name: 'XP', triggers: triggers(10, 'xp'), levels: Array.from({ length: 10 }, (_, i) => ({ key: `l${i}`, name: `L${i}`, points: i * 100 })) },
-      { key: 'coins', name: 'Coins', triggers: [...triggers(8, 'coins'), { type: 'streak', streakLengthThreshold: 3, points: 5 }, { type: 'user_creation', points: 10 }] },
-      { key: 'energy', name: 'Energy', maxPoints: 10, triggers: [{ type: 'user_creation', points: 10 }, { type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }, ...triggers(8, 'energy').map((t) => ({ ...t, points: -1, metricThreshold: 1 }))] },
+      { key: 'coins', name: 'Coins', triggers: [...triggers(8, 'coins'), { key: 'streak', type: 'streak', streakLengthThreshold: 3, points: 5 }, { key: 'signup', type: 'user_creation', points: 10 }] },
+      { key: 'energy', name: 'Energy', maxPoints: 10, triggers: [{ key: 'signup', type: 'user_creation', points: 10 }, { key: 'hourly-refill', type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }, ...triggers(8, 'energy').map((t) => ({ ...t, points: -1, metricThreshold: 1 }))] },
     ],
     leaderboards: [
       { key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2020-01-01' },
@@ -333,9 +333,9 @@ async function idle() {
         key: 'energy',
         name: 'Energy',
         triggers: [
-          { type: 'user_creation', points: 10 },
-          { type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 },
-          { type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: -1 },
+          { key: 'signup', type: 'user_creation', points: 10 },
+          { key: 'hourly-refill', type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 },
+          { key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: -1 },
         ],
       },
     ],
@@ -587,7 +587,7 @@ async function memoryMeasure() {
 
 async function summaries() {
   header('points event summary: 400 daily buckets for a user with 100,000 awards');
-  const config = defineConfig({ metrics: [{ key: 'lessons', name: 'Lessons' }], pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 1 }] }] });
+  const config = defineConfig({ metrics: [{ key: 'lessons', name: 'Lessons' }], pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 1 }] }] });
   const start = Date.parse('2024-01-01T00:00:00Z');
   let now = start;
   const engine = createEngine({ config, store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });

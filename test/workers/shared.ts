@@ -7,7 +7,7 @@ export const multiConfig = defineConfig({
     { key: 'fifty', name: 'Fifty', trigger: 'metric', metricKey: 'lessons', metricValue: 50 },
     { key: 'hundred', name: 'Hundred', trigger: 'metric', metricKey: 'lessons', metricValue: 100 },
   ],
-  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { type: 'achievement', achievementKey: 'fifty', points: 100 }] }],
+  pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }, { key: 'fifty-lessons', type: 'achievement', achievementKey: 'fifty', points: 100 }] }],
   leaderboards: [{ key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2020-01-01' }],
 });
 
