@@ -47,6 +47,7 @@ export type {
   ApplyResult,
   Award,
   AwardRow,
+  AdjustmentRow,
   BoostView,
   CoreContext,
   Effects,

@@ -122,8 +122,8 @@ describe('defineConfig', () => {
         { key: 'coins', name: 'Coins', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 1 }] },
       ],
     });
-    expect(c.pointsSystems[0]?.triggers[0]?.id).toBe(stableId('pointsTrigger', 'xp:per-lesson'));
-    expect(c.pointsSystems[1]?.triggers[0]?.id).toBe(stableId('pointsTrigger', 'coins:per-lesson'));
+    expect(c.pointsSystems[0]?.triggers[0]?.id).toBe(stableId('pointsTrigger', 'xp/per-lesson'));
+    expect(c.pointsSystems[1]?.triggers[0]?.id).toBe(stableId('pointsTrigger', 'coins/per-lesson'));
     // The id follows the key, not the position: a trigger added before it changes nothing.
     const moved = defineConfig({
       ...base,

@@ -176,7 +176,7 @@ describe('the pure core', () => {
     expect(state.metrics.lessons).toBe(2);
     expect(state.user.created).toBe('2026-03-01T00:00:00.000Z');
     expect(response.eventId).toBe('id-1');
-    expect(effects.ledger).toEqual([{ id: 'id-1', userId: 'u1', kind: 'metric', key: 'lessons', at: '2026-03-01T00:00:00.000Z', delta: 2, total: 2, data: null }]);
+    expect(effects.ledger).toEqual([{ id: 'id-1', userId: 'u1', kind: 'metric', key: 'lessons', at: '2026-03-01T00:00:00.000Z', delta: 2, total: 2, data: { user: {} } }]);
     expect(effects.created).toBe(true);
     expect(effects.counters).toEqual({ users: 1 });
   });

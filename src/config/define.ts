@@ -123,6 +123,12 @@ export interface CompiledPointsSystem {
   readonly streakTriggers: readonly CompiledTrigger[];
   readonly metricTriggers: ReadonlyMap<string, readonly CompiledTrigger[]>;
   readonly achievementTriggers: ReadonlyMap<string, readonly CompiledTrigger[]>;
+  /**
+   * Triggers by the id they had before 0.3, derived from their position (only those without an explicit
+   * `id`), so that states and ledger rows written then still find them: valid for the configuration in
+   * force at the upgrade, which is when they are read.
+   */
+  readonly legacyTriggerIds: ReadonlyMap<string, CompiledTrigger>;
 }
 
 export type CompiledLeaderboard = Readonly<
@@ -170,8 +176,54 @@ export interface LaurelConfig<K extends ConfigKeys = ConfigKeys> {
     /** True when some points system has a `time` trigger (calls skip time grants otherwise). */
     readonly hasTimeTriggers: boolean;
   };
+  /**
+   * Fingerprints of the rules a user's derived state depends on, one per part. A state remembers those it
+   * was last brought in line with (`UserState.rules`); a call on a state whose fingerprints differ applies
+   * the configuration-change rules first (docs/rules.md, "When the configuration changes").
+   */
+  readonly rules: RuleFingerprints;
   /** Phantom: the literal key types. Never set at run time. */
   readonly __keys?: K;
+}
+
+export interface RuleFingerprints {
+  /** What unlocks achievements: each achievement's trigger, target, filters and prerequisites. */
+  readonly achievements: string;
+  /** What makes a streak: frequency, qualifying metrics and mode, week start, and the default zone. */
+  readonly streak: string;
+  /** What bounds points: each system's `maxPoints` and the set of its time triggers. */
+  readonly points: string;
+  /** The three, as a state records them: `achievements.streak.points`. */
+  readonly all: string;
+}
+
+/** 32-bit FNV-1a of a JSON text, as 8 hex digits: a fingerprint, not a security primitive. */
+function fingerprint(value: unknown): string {
+  const text = JSON.stringify(value);
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+const sortedEntries = (r: Readonly<Record<string, string>> | undefined) => Object.entries(r ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+
+function ruleFingerprints(achievements: readonly CompiledAchievement[], streak: CompiledStreak | null, systems: readonly CompiledPointsSystem[], timeZone: string, weekStartsOn: WeekStart): RuleFingerprints {
+  const a = fingerprint(
+    [...achievements]
+      .sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0))
+      .map((x) => [
+        x.key,
+        x.trigger,
+        x.trigger === 'metric' ? [x.metricKey, x.metricValue, sortedEntries(x.eventAttributes)] : x.trigger === 'streak' ? x.streakLength : x.trigger === 'achievement' ? [...x.achievementKeys].sort() : null,
+        sortedEntries(x.userAttributes),
+      ]),
+  );
+  const s = fingerprint(streak ? [streak.frequency, streak.metrics, streak.mode, weekStartsOn, timeZone] : null);
+  const p = fingerprint([...systems].sort((x, y) => (x.key < y.key ? -1 : 1)).map((x) => [x.key, x.maxPoints, x.timeTriggers.map((t) => t.id).sort()]));
+  return { achievements: a, streak: s, points: p, all: `${a}.${s}.${p}` };
 }
 
 const deepFreeze = <T>(value: T): T => {
@@ -274,8 +326,9 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
   const achievementsByKey = new Map(achievements.map((a) => [a.key, a]));
 
   const pointsSystems: CompiledPointsSystem[] = cfg.pointsSystems.map((ps) => {
-    const triggers: CompiledTrigger[] = ps.triggers.map((t, i) => {
-      const id = t.id ?? stableId('pointsTrigger', `${ps.key}:${t.key}`);
+    const triggers: CompiledTrigger[] = ps.triggers.map((t) => {
+      // `/` cannot occur in a key, so no two (system, trigger) pairs derive the same id.
+      const id = t.id ?? stableId('pointsTrigger', `${ps.key}/${t.key}`);
       const extra: Record<string, string> = {};
       if (t.type === 'metric') {
         const metric = metricsByKey.get(t.metricKey) as CompiledMetric;
@@ -316,6 +369,7 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
       streakTriggers: triggers.filter((t) => t.type === 'streak'),
       metricTriggers: groupBy(triggers, (t) => (t.type === 'metric' ? t.metricKey : undefined)),
       achievementTriggers: groupBy(triggers, (t) => (t.type === 'achievement' ? t.achievementKey : undefined)),
+      legacyTriggerIds: new Map(ps.triggers.flatMap((t, i) => (t.id === undefined ? [[stableId('pointsTrigger', `${ps.key}:${i}:${t.type}`), triggers[i] as CompiledTrigger] as const] : []))),
     };
   });
   const pointsByKey = new Map(pointsSystems.map((p) => [p.key, p]));
@@ -371,6 +425,7 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
       ),
       hasTimeTriggers: pointsSystems.some((p) => p.timeTriggers.length > 0),
     },
+    rules: ruleFingerprints(achievements, streak, pointsSystems, cfg.timeZone, cfg.weekStartsOn),
   };
   return deepFreeze(compiled);
 }

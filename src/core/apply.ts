@@ -19,18 +19,23 @@ import {
   levelFor,
   pointsState,
 } from './points.js';
-import { adoptState, createStep, own, ownRecord, record, refreshZone, sealState, type Step } from './step.js';
+import { adoptState, createStep, own, ownRecord, record, refreshZone, sealState, stateRecord, type Step } from './step.js';
+import { alignRules } from './rules.js';
 import { advanceStreak, eventStreak, recordStreakProgress, streakView } from './streaks.js';
 import type {
   ApplyResult,
   Award,
+  CompletionRowData,
   CoreContext,
   Effects,
   EventInput,
   EventPoints,
   EventResponse,
+  MetricRowData,
   UserAchievement,
+  UserFields,
   UserInput,
+  UserRowData,
   UserState,
 } from './types.js';
 import { mergeUser, newUserState, validateEvent, validateUserInput } from './users.js';
@@ -74,9 +79,14 @@ function begin(cfg: LaurelConfig, priorInput: UserState | null | undefined, user
   if (created) {
     step.effects.created = true;
     step.effects.counters.users = 1;
+    step.userFields = userFieldsOf(user as UserInput);
     awardCreation(step);
-  } else if (user) {
-    if (mergeUser(step, user)) refreshZone(step);
+  } else {
+    alignRules(step);
+    if (user && mergeUser(step, user)) {
+      refreshZone(step);
+      step.userFields = userFieldsOf(user);
+    }
   }
   advanceStreak(step);
   accrueTimeGrants(step);
@@ -120,7 +130,7 @@ export function applyValidatedEvent(cfg: LaurelConfig, prior: UserState | null |
   const total = addExact(own(step.state.metrics, event.metricKey) ?? 0, event.value);
   if (!(Math.abs(total) <= MAX_EXACT)) throw new ValidationError(`value: the total of "${event.metricKey}" would become ${total}, beyond the exact range (|total| <= ${MAX_EXACT})`, [{ path: ['value'], message: 'the total would leave the exact range' }]);
   ownRecord(step, 'metrics')[event.metricKey] = total;
-  step.effects.ledger.push({ id: eventId, userId: event.user.id, kind: 'metric', key: event.metricKey, at: step.nowIso, delta: event.value, total, data: null });
+  step.effects.ledger.push({ id: eventId, userId: event.user.id, kind: 'metric', key: event.metricKey, at: step.nowIso, delta: event.value, total, data: metricRowData(step, event) });
   recordStreakProgress(step, event.metricKey, event.value);
   recordAchievementProgress(step, event.metricKey, event.value, event.attributes);
   const leaderboards = finish(step, event.metricKey, event.value, event.attributes);
@@ -141,6 +151,37 @@ export function applyValidatedEvent(cfg: LaurelConfig, prior: UserState | null |
     response.idempotentReplayed = false;
   }
   return { state: sealState(step), response, effects: step.effects };
+}
+
+/** The user fields an input sent besides its id (what a ledger row keeps for replay). */
+function userFieldsOf(user: UserInput): UserFields {
+  const out: UserFields = {};
+  if (user.email !== undefined) out.email = user.email;
+  if (user.name !== undefined) out.name = user.name;
+  if (user.tz !== undefined) out.tz = user.tz;
+  if (user.attributes !== undefined && user.attributes !== null) out.attributes = stateRecord(user.attributes);
+  return out;
+}
+
+/** What a metric row keeps besides value and instant, so that replay can apply the event again; null if nothing. */
+function metricRowData(step: Step, event: EventInput): MetricRowData | null {
+  let data: MetricRowData | null = null;
+  if (event.attributes) {
+    for (const _ in event.attributes) {
+      data = { attributes: stateRecord(event.attributes) };
+      break;
+    }
+  }
+  if (event.idempotencyKey !== undefined) (data ??= {}).idempotencyKey = event.idempotencyKey;
+  if (step.userFields) (data ??= {}).user = step.userFields;
+  return data;
+}
+
+/** The `user` ledger row of an upsert that created or changed the user (replay applies it again), if any. */
+function pushUserRow(step: Step): void {
+  if (!step.userFields) return;
+  const data: UserRowData = { user: step.userFields };
+  step.effects.ledger.push({ id: step.newId(), userId: step.state.user.id, kind: 'user', key: 'user', at: step.nowIso, delta: 0, total: 0, data });
 }
 
 /**
@@ -179,6 +220,7 @@ export function applyIdentify(cfg: LaurelConfig, prior: UserState | null | undef
   validateUserInput(cfg, user);
   const step = begin(cfg, prior, user, ctx);
   finish(step, null, 0, undefined);
+  pushUserRow(step);
   return { state: sealState(step), effects: step.effects, result: { points: eventPoints(step) } };
 }
 
@@ -231,6 +273,8 @@ export function applyCompletion(cfg: LaurelConfig, priorInput: UserState | null 
   completeApiAchievement(step, achievement);
   finish(step, null, 0, undefined);
   const completion = own(step.state.achievements, achievement.key) as { completionId: string };
+  const data: CompletionRowData = step.userFields ? { completionId: completion.completionId, user: step.userFields } : { completionId: completion.completionId };
+  step.effects.ledger.push({ id: completion.completionId, userId: step.state.user.id, kind: 'achievement', key: achievement.key, at: step.nowIso, delta: 0, total: 0, data });
   const unlocked = unlockedViews(step);
   return {
     state: sealState(step),

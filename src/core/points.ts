@@ -7,7 +7,7 @@ import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
 import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
 import { matchesFilter, own, ownPoints, record, type Step } from './step.js';
-import type { Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
+import type { AdjustmentRow, Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -88,7 +88,7 @@ function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date
  * Makes one award: boosts, the blocking check, the caps, then the ledger row.
  * @throws {InsufficientPointsError} when `block` is set and the award would take the total below 0.
  */
-export function award(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, raw: number, at: Date, block = false): void {
+export function award(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, raw: number, at: Date, block = false, backdated = false): void {
   const ps = pointsState(step.state, system.key);
   const { amount, boosts } = boosted(step, system, raw, at);
   if (block && amount < 0 && ps.total + amount < 0) throw new InsufficientPointsError(system.key, ps.total, Math.min(-amount, MAX_EXACT));
@@ -99,23 +99,25 @@ export function award(step: Step, system: CompiledPointsSystem, trigger: Compile
   if (next < lower) next = Math.min(ps.total, lower);
   const awarded = next - ps.total;
   if (awarded === 0) return;
-  book(step, system, trigger, awarded, at, boosts.length > 0 ? { boosts: boosts as BoostView[] } : {});
+  book(step, system, trigger, awarded, at, boosts.length > 0 ? { boosts: boosts as BoostView[] } : {}, backdated);
 }
 
 /**
  * Books an award of `awarded` points made at `at`: the system's new total, the award for the response and
- * its ledger row (the trigger by id; `extra` adds boosts or a run of grants to both).
+ * its ledger row (the trigger by id; `extra` adds boosts or a run of grants to both). A `backdated` award
+ * (one a configuration change found owed since `at`) is dated `at` but booked now: its row's `at` is now and
+ * its `dated` is `at`, so charts count it when it was booked.
  */
-function book(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, awarded: number, at: Date, extra: { boosts?: BoostView[]; grants?: GrantRun }): void {
+function book(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, awarded: number, at: Date, extra: { boosts?: BoostView[]; grants?: GrantRun }, backdated = false): void {
   const ps = ownPoints(step, system.key);
   ps.total += awarded;
   const date = at === step.now ? step.nowIso : at.toISOString();
   const made: Award = { id: step.newId(), awarded, date, total: ps.total, trigger: triggerView(trigger), ...extra };
-  const row: AwardRow = { trigger: trigger.id, type: trigger.type, ...extra };
+  const row: AwardRow = backdated ? { trigger: trigger.id, type: trigger.type, ...extra, dated: date } : { trigger: trigger.id, type: trigger.type, ...extra };
   let list = step.awards.get(system.key);
   if (!list) step.awards.set(system.key, (list = []));
   list.push(made);
-  step.effects.ledger.push({ id: made.id, userId: step.state.user.id, kind: 'points', key: system.key, at: date, delta: awarded, total: ps.total, data: row });
+  step.effects.ledger.push({ id: made.id, userId: step.state.user.id, kind: 'points', key: system.key, at: backdated ? step.nowIso : date, delta: awarded, total: ps.total, data: row });
 }
 
 /** The highest total a system allows: `maxPoints`, and never above the exact range (2^53 - 1). */
@@ -135,6 +137,12 @@ function timeGrantsDue(step: Step, t: CompiledTrigger, createdMs: number, create
   if (t.type !== 'time') return 0;
   if (t.timeUnit === 'hour') return Math.max(0, Math.floor((step.now.getTime() - createdMs) / (t.timeInterval * HOUR_MS)));
   return Math.max(0, Math.floor(daysBetween(createdDate, step.today) / t.timeInterval));
+}
+
+/** How many grants of time trigger `t` have fallen due by the call's `now` since the user was created. */
+export function timeGrantsDueNow(step: Step, t: CompiledTrigger): number {
+  const createdMs = Date.parse(step.state.user.created);
+  return timeGrantsDue(step, t, createdMs, localDateOf(createdMs, step.tz));
 }
 
 function timeGrantInstant(step: Step, t: CompiledTrigger, k: number, createdMs: number, createdDate: string): Date {
@@ -329,17 +337,22 @@ export function awardOfRow(system: CompiledPointsSystem, row: LedgerRow): Award 
   let byId = triggersById.get(system);
   if (!byId) triggersById.set(system, (byId = new Map(system.triggers.map((t) => [t.id, t]))));
   const compact = data as AwardRow | null;
-  const trigger = compact ? byId.get(compact.trigger) : undefined;
+  const trigger = compact ? (byId.get(compact.trigger) ?? system.legacyTriggerIds.get(compact.trigger)) : undefined;
   const made: Award = {
     id: row.id,
     awarded: row.delta,
-    date: row.at,
+    date: compact?.dated ?? row.at,
     total: row.total,
     trigger: trigger ? triggerView(trigger) : { id: compact?.trigger ?? '', type: compact?.type ?? 'metric', points: row.delta },
   };
   if (compact?.boosts) made.boosts = compact.boosts;
   if (compact?.grants) made.grants = compact.grants;
   return made;
+}
+
+/** True for a points row that is an adjustment (a clamp to a lowered cap, a replay correction), not an award. */
+export function isAdjustment(row: LedgerRow): boolean {
+  return row.data !== null && typeof (row.data as AdjustmentRow).adjustment === 'string';
 }
 
 /** Systems known to the configuration, for reads. */

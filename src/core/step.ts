@@ -8,7 +8,7 @@ import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
 import type { LocalDate } from './calendar.js';
 import { canonicalTimeZone, isSupportedInstant, localDateOf } from './calendar.js';
 import { ValidationError } from '../errors.js';
-import type { Award, Effects, PointsState, StreakState, UserRecord, UserState } from './types.js';
+import type { Award, Effects, PointsState, StreakState, UserFields, UserRecord, UserState } from './types.js';
 
 export interface Step {
   readonly cfg: LaurelConfig;
@@ -35,6 +35,8 @@ export interface Step {
   today: LocalDate;
   /** Local dates of `now` in zones other than the user's, formatted once per call (made on first use). */
   dates: Map<string, LocalDate> | null;
+  /** The user fields of this call's input when they created the user or changed it (for its ledger row). */
+  userFields: UserFields | null;
 }
 
 export function userZone(cfg: LaurelConfig, state: UserState): string {
@@ -47,7 +49,7 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
   // Spelled out rather than spread: a frozen, marked state makes a spread take V8's slow path.
   const state: UserState = fresh
     ? base
-    : { user: base.user, metrics: base.metrics, achievementProgress: base.achievementProgress, achievements: base.achievements, streak: base.streak, points: base.points, leaderboards: base.leaderboards };
+    : { user: base.user, metrics: base.metrics, achievementProgress: base.achievementProgress, achievements: base.achievements, streak: base.streak, points: base.points, leaderboards: base.leaderboards, rules: base.rules };
   const owned = new Owned(state);
   if (fresh) collectOwned(state, owned);
   const step: Step = {
@@ -65,6 +67,7 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
     tz,
     today: localDateOf(now, tz),
     dates: null,
+    userFields: null,
   };
   return step;
 }
@@ -316,5 +319,6 @@ function checkedState(state: UserState): UserState {
       if (typeof b !== 'object' || b === null) return badState('leaderboards must hold objects');
       return { run: str(b.run, 'leaderboards.run'), group: str(b.group, 'leaderboards.group'), value: dec(b.value, 'leaderboards.value'), reachedAt: str(b.reachedAt, 'leaderboards.reachedAt') };
     }),
+    rules: state.rules === undefined || state.rules === null ? '' : str(state.rules, 'rules'),
   };
 }

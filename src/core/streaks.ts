@@ -71,7 +71,7 @@ export function advanceStreak(step: Step): void {
       if (s.freezes > 0) {
         s.freezes -= 1;
         s.coveredThrough = p;
-        const row: StreakPeriodRow = { periodStart: p, periodEnd: end, length: s.length, usedFreeze: true };
+        const row: StreakPeriodRow = { periodStart: p, periodEnd: end, length: s.length, usedFreeze: true, rule: step.cfg.rules.streak };
         // A freeze is consumed when the missed period ends: at the start of the next local day.
         const at = startOfLocalDate(addDays(end, 1), step.tz).toISOString();
         step.effects.ledger.push({ id: step.newId(), userId: state.user.id, kind: 'streak', key: 'streak', at, delta: 0, total: s.length, data: row });
@@ -127,7 +127,7 @@ export function recordStreakProgress(step: Step, metricKey: string, value: numbe
   s.coveredThrough = current;
   s.lastExtendedAt = step.nowIso;
   step.streakExtended = true;
-  const row: StreakPeriodRow = { periodStart: current, periodEnd: periodEndOf(current, cfg.frequency), length: s.length, usedFreeze: false };
+  const row: StreakPeriodRow = { periodStart: current, periodEnd: periodEndOf(current, cfg.frequency), length: s.length, usedFreeze: false, rule: step.cfg.rules.streak };
   step.effects.ledger.push({ id: step.newId(), userId: step.state.user.id, kind: 'streak', key: 'streak', at: step.nowIso, delta: 1, total: s.length, data: row });
 }
 
@@ -177,8 +177,10 @@ export interface StreakHistoryEntry {
 export function streakHistory(cfg: LaurelConfig, state: UserState, today: LocalDate, periods: number, rows: readonly StreakPeriodRow[]): StreakHistoryEntry[] {
   const sc = cfg.streak;
   if (!sc) return [];
+  // Rows counted under an earlier streak rule are history of a streak the configuration no longer has (a
+  // change of rule writes the streak recomputed under the new one); rows from before 0.3 carry no rule.
   const byPeriod = new Map<string, StreakPeriodRow>();
-  for (const r of rows) byPeriod.set(r.periodStart, r);
+  for (const r of rows) if (r.rule === undefined || r.rule === cfg.rules.streak) byPeriod.set(r.periodStart, r);
   const current = periodStartOf(today, sc.frequency, cfg.weekStartsOn);
   const s = state.streak;
   const alive = !!s && s.length > 0 && s.coveredThrough !== null && s.coveredThrough >= previousPeriodStart(current, sc.frequency);

@@ -80,6 +80,11 @@ export interface UserState {
   streak: StreakState | null;
   points: Record<string, PointsState>;
   leaderboards: Record<string, BoardState>;
+  /**
+   * The configuration's rule fingerprints this state was last brought in line with (`LaurelConfig.rules.all`);
+   * '' for a state written before 0.3 (taken as in line with the configuration that first reads it).
+   */
+  rules: string;
 }
 
 /** A recorded event as given to the pure core. */
@@ -116,6 +121,8 @@ export interface MetricRowData {
   idempotencyKey?: string;
   /** The user fields sent with the event, when they created the user or changed them. */
   user?: UserFields;
+  /** A reversal row (delta: minus the event's value) of an event the configuration now refuses: its id. */
+  reverses?: string;
 }
 
 /** A `user` row's data: the fields of an upsert (identify, update) that created or changed the user. */
@@ -147,7 +154,7 @@ export interface LedgerRow {
    * trigger by id or an adjustment ({@link AwardRow}; rows written before 0.2 hold the whole {@link Award}).
    * Streak rows: the period. User and achievement rows: {@link UserRowData}, {@link CompletionRowData}.
    */
-  data: AwardRow | StreakPeriodRow | Award | MetricRowData | UserRowData | CompletionRowData | { eventId: string } | null;
+  data: AwardRow | AdjustmentRow | StreakPeriodRow | Award | MetricRowData | UserRowData | CompletionRowData | { eventId: string } | null;
 }
 
 /**
@@ -161,6 +168,24 @@ export interface AwardRow {
   type: PointsTriggerView['type'];
   boosts?: BoostView[];
   grants?: GrantRun;
+  /**
+   * The instant the award counts from, when it was booked later than that (the row's `at` is when it was
+   * booked): an achievement's points paid when a configuration change backdated it, or an award replay
+   * found missing. Reads show it as the award's date; charts count the row when it was booked.
+   */
+  dated?: string;
+  /** A reversal: the id of the award row this row takes back (replay under the `retroactive` policy). */
+  reverses?: string;
+}
+
+/**
+ * A points row that is not an award: `maxPoints`, a total above a lowered cap clamped to it; `replay`, a
+ * correction replay made (taking back an earlier adjustment, `reverses`, or squaring a total that rows
+ * written before 0.3 did not account for).
+ */
+export interface AdjustmentRow {
+  adjustment: 'maxPoints' | 'replay';
+  reverses?: string;
 }
 
 /**
@@ -181,6 +206,11 @@ export interface StreakPeriodRow {
   periodEnd: LocalDate;
   length: number;
   usedFreeze: boolean;
+  /**
+   * The streak rule's fingerprint (`LaurelConfig.rules.streak`) the period was counted under; history
+   * shows only rows of the current rule (rows before 0.3 have none and always show).
+   */
+  rule?: string;
 }
 
 /**

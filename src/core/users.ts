@@ -96,6 +96,7 @@ export function newUserState(cfg: LaurelConfig, input: UserInput, nowIso: string
     streak: cfg.streak ? emptyStreak(cfg.streak) : null,
     points,
     leaderboards: {},
+    rules: cfg.rules.all,
   };
 }
 

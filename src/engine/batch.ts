@@ -6,6 +6,7 @@
  */
 import type { LaurelConfig } from '../config/define.js';
 import { applyValidatedEvent, replayResponse } from '../core/apply.js';
+import { needsReconcile } from '../core/rules.js';
 import type { CoreContext, EventInput, EventResponse, IdempotencyRecord, UserInput } from '../core/types.js';
 import { validateEvent } from '../core/users.js';
 import { isLaurelError, isLaurelErrorCode, ValidationError, type LaurelError } from '../errors.js';
@@ -89,11 +90,17 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
 
     // The core runs in input order (ids and clock readings come in the order single calls would take them).
     const state = new Map(userIds.map((id, i) => [id, loaded.users[i] ?? null]));
+    // A user whose state was counted under earlier rules is reconciled from the ledger first: one by one.
+    const stale = new Set(userIds.filter((id) => {
+      const current = state.get(id);
+      return current ? needsReconcile(config, current.state) : false;
+    }));
     const used = new Map<string, Map<string, string>>();
     const ordered = [...byUser.values()].flat().sort((a, b) => a.at - b.at);
     const commits: Pending[] = [];
     for (const p of ordered) {
       const userId = p.event.user.id;
+      if (stale.has(userId)) continue;
       const current = state.get(userId) ?? null;
       const keys = used.get(userId) ?? new Map<string, string>();
       used.set(userId, keys);
@@ -117,6 +124,7 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
         results[p.at] = { ok: false, error };
       }
     }
+    for (const userId of stale) redo.push(byUser.get(userId) as Pending[]);
     if (commits.length === 0) return;
 
     // A fault fails a user's first unapplied commit and, with it, every later event of that user in the

@@ -20,7 +20,7 @@ import {
   runContaining,
   runOf,
 } from '../core/leaderboards.js';
-import { awardOfRow, levelFor, levelView, systemView, triggerView } from '../core/points.js';
+import { awardOfRow, isAdjustment, levelFor, levelView, systemView, triggerView } from '../core/points.js';
 import { historyWindowStart, streakHistory, streakView, type StreakHistoryEntry } from '../core/streaks.js';
 import type {
   AchievementView,
@@ -45,11 +45,13 @@ import type {
   UserRecord,
   UserState,
 } from '../core/types.js';
+import { needsReconcile } from '../core/rules.js';
 import { own } from '../core/step.js';
 import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
 import { createMemoryStore } from '../store/memory.js';
 import type { CommitResult, RankChange, Store, VersionedState } from '../store/types.js';
 import { eventOf, recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
+import { joinEffects, reconcileFromStore, runReplay, type ReplayOptions, type ReplayReport } from './evolution.js';
 import { KeyedLock } from './lock.js';
 import { foldSummary, spreadGrants, summaryPeriods, validateSummaryOptions, type DatedTotal, type SummaryOptions, type SummaryRow } from './summaries.js';
 
@@ -346,6 +348,26 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     return system;
   }
 
+  /**
+   * The user's state brought in line with the configuration's rules when it was counted under earlier ones
+   * (reading the ledger; see core/evolve.ts), with the effects that brings, to commit with the call's own.
+   */
+  async function current(state: UserState, ctx: CoreContext): Promise<{ state: UserState; effects: Effects | null; awards: Map<string, Award[]> | null }> {
+    if (!needsReconcile(config, state)) return { state, effects: null, awards: null };
+    const r = await reconcileFromStore(config, store, state, ctx);
+    return { state: r.state, effects: r.effects, awards: r.awards };
+  }
+
+  /** `viewState` of the user's state brought in line with the rules (for reads: nothing is committed). */
+  async function viewOf(state: UserState, ctx: CoreContext): Promise<ReturnType<typeof viewState>> {
+    const prior = await current(state, ctx);
+    const view = viewState(config, prior.state, ctx);
+    if (!prior.effects || !prior.awards) return view;
+    const awards = new Map(prior.awards);
+    for (const [k, list] of view.awards) awards.set(k, [...(awards.get(k) ?? []), ...list]);
+    return { ...view, awards, effects: joinEffects(prior.effects, view.effects) };
+  }
+
   const engine = {
     config: options.config,
     /** The store given to `createEngine` (the engine itself reads it through a guard that types every failure). */
@@ -365,8 +387,10 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         event.user.id,
         async ({ loaded, record }) => {
           if (record && loaded) return replayResponse(config, loaded.state, event.metricKey, record.eventId, record.key, context());
-          const { state, response, effects } = applyValidatedEvent(config, loaded?.state ?? null, event, context());
-          const result = await commit(event.user.id, loaded, state, effects);
+          const ctx = context();
+          const pre = loaded && needsReconcile(config, loaded.state) ? await reconcileFromStore(config, store, loaded.state, ctx) : null;
+          const { state, response, effects } = applyValidatedEvent(config, pre ? pre.state : (loaded?.state ?? null), event, ctx);
+          const result = await commit(event.user.id, loaded, state, pre ? joinEffects(pre.effects, effects) : effects);
           await fillRanks(response.leaderboards, state, result);
           return response;
         },
@@ -415,7 +439,9 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       validateEvent(config, event);
       const { loaded, record } = await loadForEvent(event);
       if (record && loaded) return replayResponse(config, loaded.state, event.metricKey, record.eventId, record.key, context());
-      const { state, response } = applyValidatedEvent(config, loaded?.state ?? null, event, context());
+      const ctx = context();
+      const prior = loaded ? await current(loaded.state, ctx) : null;
+      const { state, response } = applyValidatedEvent(config, prior?.state ?? null, event, ctx);
       // Like recordEvent: ranks the index cannot answer read null, and after one failure no more are read.
       const index = { down: false };
       for (const [key, entry] of Object.entries(response.leaderboards)) {
@@ -440,8 +466,10 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     async identifyUser(user: UserInput): Promise<UserView> {
       validateUserInput(config, user);
       return withUser(user.id, async (loaded) => {
-        const { state, effects } = applyIdentify(config, loaded?.state ?? null, user, context());
-        await commit(user.id, loaded, state, effects);
+        const ctx = context();
+        const prior = loaded ? await current(loaded.state, ctx) : null;
+        const { state, effects } = applyIdentify(config, prior?.state ?? null, user, ctx);
+        await commit(user.id, loaded, state, prior?.effects ? joinEffects(prior.effects, effects) : effects);
         return userView(state);
       });
     },
@@ -452,8 +480,10 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       validateUserInput(config, user);
       return withUser(userId, async (loaded) => {
         if (!loaded) throw new NotFoundError('user', userId);
-        const { state, effects } = applyIdentify(config, loaded.state, user, context());
-        await commit(userId, loaded, state, effects);
+        const ctx = context();
+        const prior = await current(loaded.state, ctx);
+        const { state, effects } = applyIdentify(config, prior.state, user, ctx);
+        await commit(userId, loaded, state, prior.effects ? joinEffects(prior.effects, effects) : effects);
         return userView(state);
       });
     },
@@ -473,11 +503,31 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       if (!achievement) throw new NotFoundError('achievement', key as string);
       validateUserInput(config, input?.user);
       return withUser(input.user.id, async (loaded) => {
-        const out = applyCompletion(config, loaded?.state ?? null, achievement, input.user, context());
-        if (out.changed) await commit(input.user.id, loaded, out.state, out.effects);
+        const ctx = context();
+        const prior = loaded ? await current(loaded.state, ctx) : null;
+        const out = applyCompletion(config, prior?.state ?? null, achievement, input.user, ctx);
+        if (out.changed || prior?.effects) await commit(input.user.id, loaded, out.state, prior?.effects ? joinEffects(prior.effects, out.effects) : out.effects);
         const { completionId, achievement: view, points } = out.result as CompletionResult;
         return { completionId, achievement: view, points };
       });
+    },
+
+    /**
+     * Recomputes users' derived state (totals, achievements, streak and history, points and awards, levels,
+     * board values) from their ledgers under this engine's configuration, per policy: `forward` (default;
+     * keep what was paid, apply changed rules from now on), `retroactive` (recompute everything; awards no
+     * longer owed are taken back with reversal rows) or `grandfather` (retroactive gains, nothing taken
+     * away). Each user is committed on its own with the usual version check, so replay is safe while traffic
+     * continues; a walk over every user resumes after a crash from the last `cursor`. `dryRun` commits
+     * nothing and reports the same diffs. See docs/rules.md, "Replay".
+     * @example
+     * ```ts
+     * const preview = await engine.replay({ policy: 'retroactive', dryRun: true, users: ['u1'] });
+     * console.log(preview.diffs[0]?.points);
+     * ```
+     */
+    async replay(opts: ReplayOptions = {}): Promise<ReplayReport> {
+      return runReplay({ config, store, context, withUser: (userId, attempt) => withUser(userId, attempt), commit }, opts);
     },
 
     /** Materialises due time grants and streak maintenance for a user; returns the systems that changed. */
@@ -485,9 +535,13 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       validateUserId(userId, ['userId']);
       return withUser(userId, async (loaded) => {
         if (!loaded) throw new NotFoundError('user', userId);
-        const { state, effects, result } = applyAccrue(config, loaded.state, context());
+        const ctx = context();
+        const prior = await current(loaded.state, ctx);
+        const out = applyAccrue(config, prior.state, ctx);
+        const { state, result } = out;
+        const effects = prior.effects ? joinEffects(prior.effects, out.effects) : out.effects;
         // Unlocked achievements (counters) are changes too, even without a ledger row or a board write.
-        if (effects.ledger.length > 0 || effects.leaderboard.length > 0 || Object.keys(effects.counters).length > 0) await commit(userId, loaded, state, effects);
+        if (effects.ledger.length > 0 || effects.leaderboard.length > 0 || Object.keys(effects.counters).length > 0 || state.rules !== loaded.state.rules) await commit(userId, loaded, state, effects);
         return result;
       });
     },
@@ -496,7 +550,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     async getUserAchievements(userId: string, opts: { includeIncomplete?: boolean } = {}): Promise<UserAchievement[]> {
       opts = opts ?? {};
       const { state } = await loadOrThrow(userId);
-      const view = viewState(config, state, context()).state;
+      const view = (await viewOf(state, context())).state;
       const out: UserAchievement[] = [];
       for (const a of config.achievements) {
         const done = own(view.achievements, a.key);
@@ -522,7 +576,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const periods = intIn(opts.historyPeriods, 'historyPeriods', 1, 365, 7);
       const { state } = await loadOrThrow(userId);
       const ctx = context();
-      const view = viewState(config, state, ctx);
+      const view = await viewOf(state, ctx);
       const from = historyWindowStart(config, view.today, periods, view.tz).toISOString();
       const stored = config.streak ? await store.readLedger({ userId, kind: 'streak', key: 'streak', from, order: 'asc' }) : [];
       const rows = [...stored, ...view.effects.ledger.filter((r) => r.kind === 'streak')].map((r) => r.data as StreakPeriodRow);
@@ -539,13 +593,15 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       userIds.forEach((id, i) => validateUserId(id, ['userIds', i]));
       const ctx = context();
       const loaded = await store.loadUsers([...new Set(userIds)]);
-      return loaded
-        .filter((l): l is VersionedState => l !== null)
-        .map((l) => {
-          const v = viewState(config, l.state, ctx).state;
-          return { userId: v.user.id, streakLength: v.streak?.length ?? 0, extended: v.streak?.lastExtendedAt ?? null };
-        })
-        .sort((a, b) => b.streakLength - a.streakLength || (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
+      const rows = await Promise.all(
+        loaded
+          .filter((l): l is VersionedState => l !== null)
+          .map(async (l) => {
+            const v = (await viewOf(l.state, ctx)).state;
+            return { userId: v.user.id, streakLength: v.streak?.length ?? 0, extended: v.streak?.lastExtendedAt ?? null };
+          }),
+      );
+      return rows.sort((a, b) => b.streakLength - a.streakLength || (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
     },
 
     /** Every metric's current total for a user, with the metric achievements they completed. */
@@ -575,7 +631,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       systemOrThrow(systemKey as string);
       const options = validateSummaryOptions(opts);
       const { state } = await loadOrThrow(userId);
-      const view = viewState(config, state, context());
+      const view = await viewOf(state, context());
       const pending = (view.awards.get(systemKey as string) ?? []).map((a) => ({ at: a.date, total: a.total, delta: a.awarded, grants: a.grants }));
       return summarise(userId, 'points', systemKey as string, options, view.tz, pending);
     },
@@ -586,12 +642,12 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const system = systemOrThrow(systemKey as string);
       const count = intIn(opts.awards, 'awards', 1, 100, 10);
       const { state } = await loadOrThrow(userId);
-      const view = viewState(config, state, context());
+      const view = await viewOf(state, context());
       const pending = [...(view.awards.get(system.key) ?? [])].reverse().slice(0, count);
-      const stored =
-        pending.length < count
-          ? await store.readLedger({ userId, kind: 'points', key: system.key, order: 'desc', limit: count - pending.length })
-          : [];
+      // Adjustments (a total clamped to a lowered cap, replay's corrections) are not awards and are left out;
+      // they are rare (one per change of configuration or replay), so a few more rows are read to make up.
+      const want = count - pending.length;
+      const stored = want > 0 ? (await store.readLedger({ userId, kind: 'points', key: system.key, order: 'desc', limit: want + 16 })).filter((r) => !isAdjustment(r)).slice(0, want) : [];
       const total = own(view.state.points, system.key)?.total ?? 0;
       return { ...systemView(system), total, level: levelFor(system, total), awards: [...pending, ...stored.map((r) => awardOfRow(system, r))] };
     },

@@ -1,0 +1,174 @@
+/**
+ * The engine's side of configuration evolution: reading a user's whole ledger, reconciling a state counted
+ * under earlier rules before a call, and `engine.replay`, which recomputes users from their ledgers.
+ */
+import type { LaurelConfig } from '../config/define.js';
+import { isLaurelError, ValidationError, type LaurelError } from '../errors.js';
+import { reconcileUser, replayUser, type Reconciled, type ReplayDiff, type ReplayPolicy } from '../core/evolve.js';
+import type { CoreContext, Effects, LedgerRow, UserState } from '../core/types.js';
+import { validateUserId } from '../core/users.js';
+import type { CommitResult, Store, VersionedState } from '../store/types.js';
+
+/** Rows per page when a whole ledger is read. */
+const LEDGER_PAGE = 1000;
+
+/** A user's whole ledger in commit order. */
+export async function readWholeLedger(store: Store, userId: string): Promise<LedgerRow[]> {
+  const rows: LedgerRow[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await store.readUserLedger(userId, after === undefined ? { limit: LEDGER_PAGE } : { after, limit: LEDGER_PAGE });
+    for (const r of page.rows) rows.push(r);
+    if (page.next === null || page.rows.length === 0) return rows;
+    after = page.next;
+  }
+}
+
+/** The effects of two steps of one call, committed together (`b` after `a`). */
+export function joinEffects(a: Effects, b: Effects): Effects {
+  const counters = { ...a.counters };
+  for (const [k, v] of Object.entries(b.counters)) counters[k] = (counters[k] ?? 0) + v;
+  return { ledger: [...a.ledger, ...b.ledger], leaderboard: [...a.leaderboard, ...b.leaderboard], counters, idempotency: b.idempotency ?? a.idempotency, created: a.created || b.created };
+}
+
+/** Reconciles a state counted under earlier rules, reading the user's ledger (see `reconcileUser`). */
+export async function reconcileFromStore(config: LaurelConfig, store: Store, state: UserState, ctx: CoreContext): Promise<Reconciled> {
+  return reconcileUser(config, state, await readWholeLedger(store, state.user.id), ctx);
+}
+
+/** Options of `engine.replay`. */
+export interface ReplayOptions {
+  /** Only these users (unknown ids are skipped); default: every user, walked in id order. */
+  users?: readonly string[];
+  /** Default `forward`. See docs/rules.md, "Replay". */
+  policy?: ReplayPolicy;
+  /** Compute and return the diffs without committing anything. */
+  dryRun?: boolean;
+  /** Resume a walk over every user after this user id (the `cursor` of an earlier run or progress report). */
+  after?: string;
+  /** Users read per page of the walk (1..1000, default 100). */
+  pageSize?: number;
+  /** Called after each user with the running counts and the cursor to resume from. */
+  onProgress?: (progress: ReplayProgress) => void;
+  /** Called with each user's diff (changed or not) as it is made. */
+  onDiff?: (diff: ReplayDiff) => void;
+}
+
+export interface ReplayProgress {
+  /** Users replayed so far in this run. */
+  done: number;
+  /** Of those, users replay changed (or, in a dry run, would change). */
+  changed: number;
+  /** Users that failed (see `failures`). */
+  failed: number;
+  /** The last user finished: pass it as `after` to resume a walk over every user. */
+  cursor: string;
+}
+
+/** The outcome of `engine.replay`. */
+export interface ReplayReport {
+  policy: ReplayPolicy;
+  dryRun: boolean;
+  users: number;
+  changed: number;
+  /** The diffs of users replay changed (or would change), when `users` was given; otherwise see `onDiff`. */
+  diffs: ReplayDiff[];
+  /** Users whose replay failed with a typed error (nothing of theirs was committed). */
+  failures: { userId: string; error: LaurelError }[];
+  /** The last user finished (resume with `after`), or null when none was. */
+  cursor: string | null;
+  /** Totals over every changed user: achievements gained and lost, points per system, awards, events. */
+  summary: {
+    achievementsGained: number;
+    achievementsLost: number;
+    points: Record<string, number>;
+    awardsReversed: number;
+    awardsAdded: number;
+    rejectedEvents: number;
+    streaksChanged: number;
+  };
+}
+
+export interface ReplayDeps {
+  config: LaurelConfig;
+  store: Store;
+  context: () => CoreContext;
+  /** Runs `attempt` under the user's lock on the user's state, retrying on version conflicts. */
+  withUser: <R>(userId: string, attempt: (loaded: VersionedState | null) => Promise<R>) => Promise<R>;
+  commit: (userId: string, loaded: VersionedState | null, state: UserState, effects: Effects) => Promise<CommitResult>;
+}
+
+const POLICIES: readonly ReplayPolicy[] = ['forward', 'retroactive', 'grandfather'];
+
+/** `engine.replay`: see {@link ReplayOptions}. */
+export async function runReplay(deps: ReplayDeps, options: ReplayOptions = {}): Promise<ReplayReport> {
+  const opts = options ?? {};
+  const policy = opts.policy ?? 'forward';
+  if (!POLICIES.includes(policy)) throw new ValidationError(`policy must be one of ${POLICIES.join(', ')} (got ${String(policy)})`, [{ path: ['policy'], message: 'unknown policy' }]);
+  const dryRun = opts.dryRun === true;
+  const pageSize = opts.pageSize ?? 100;
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 1000) throw new ValidationError('pageSize must be an integer from 1 to 1000', [{ path: ['pageSize'], message: 'must be 1..1000' }]);
+  if (opts.users !== undefined) {
+    if (!Array.isArray(opts.users)) throw new ValidationError('users must be a list of user ids', [{ path: ['users'], message: 'must be an array' }]);
+    opts.users.forEach((id, i) => validateUserId(id, ['users', i]));
+  }
+  if (opts.after !== undefined) validateUserId(opts.after, ['after']);
+
+  const report: ReplayReport = {
+    policy,
+    dryRun,
+    users: 0,
+    changed: 0,
+    diffs: [],
+    failures: [],
+    cursor: null,
+    summary: { achievementsGained: 0, achievementsLost: 0, points: {}, awardsReversed: 0, awardsAdded: 0, rejectedEvents: 0, streaksChanged: 0 },
+  };
+  const one = async (userId: string) => {
+    let diff: ReplayDiff | null = null;
+    try {
+      diff = await deps.withUser(userId, async (loaded) => {
+        if (!loaded) return null;
+        const rows = await readWholeLedger(deps.store, userId);
+        const out = replayUser(deps.config, loaded.state, rows, policy, deps.context());
+        const effects = out.effects;
+        const writes = effects.ledger.length > 0 || effects.leaderboard.length > 0 || Object.keys(effects.counters).length > 0 || out.state.rules !== loaded.state.rules;
+        if (!dryRun && (out.diff.changed || writes)) await deps.commit(userId, loaded, out.state, effects);
+        return out.diff;
+      });
+    } catch (error) {
+      if (!isLaurelError(error)) throw error;
+      report.failures.push({ userId, error });
+    }
+    if (diff) {
+      report.users++;
+      if (diff.changed) {
+        report.changed++;
+        const s = report.summary;
+        s.achievementsGained += diff.achievements.gained.length;
+        s.achievementsLost += diff.achievements.lost.length;
+        for (const [k, v] of Object.entries(diff.points)) s.points[k] = (s.points[k] ?? 0) + v.delta;
+        s.awardsReversed += diff.awards.reversed;
+        s.awardsAdded += diff.awards.added;
+        s.rejectedEvents += diff.rejectedEvents;
+        if (diff.streak.before !== diff.streak.after) s.streaksChanged++;
+        if (opts.users !== undefined) report.diffs.push(diff);
+      }
+      opts.onDiff?.(diff);
+    }
+    report.cursor = userId;
+    opts.onProgress?.({ done: report.users, changed: report.changed, failed: report.failures.length, cursor: userId });
+  };
+
+  if (opts.users !== undefined) {
+    for (const id of new Set(opts.users)) await one(id);
+    return report;
+  }
+  let after = opts.after;
+  for (;;) {
+    const ids = await deps.store.listUsers(after === undefined ? { limit: pageSize } : { after, limit: pageSize });
+    for (const id of ids) await one(id);
+    if (ids.length < pageSize) return report;
+    after = ids[ids.length - 1];
+  }
+}
