@@ -6,6 +6,10 @@ export { defineConfig } from './config/define.js';
 export { configSchema } from './config/schema.js';
 export { applyEvent, applyIdentify, applyAccrue, applyCompletion, replayResponse, viewState } from './core/apply.js';
 export { createEngine } from './engine/engine.js';
+export { rebuildUser, reconcileUser, replayUser } from './core/evolve.js';
+export type { Rebuilt, Reconciled, ReplayDiff, ReplayPolicy } from './core/evolve.js';
+export { needsReconcile } from './core/rules.js';
+export type { ReplayOptions, ReplayProgress, ReplayReport } from './engine/evolution.js';
 export {
   LaurelError,
   ValidationError,
@@ -38,6 +42,7 @@ export type {
   CompiledMetric,
   CompiledPointsSystem,
   CompiledStreak,
+  RuleFingerprints,
   CompiledTrigger,
 } from './config/define.js';
 export type { ConfigInput, ParsedConfig } from './config/schema.js';
