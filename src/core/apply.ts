@@ -83,9 +83,11 @@ function begin(cfg: LaurelConfig, priorInput: UserState | null | undefined, user
     awardCreation(step);
   } else {
     alignRules(step);
-    if (user && mergeUser(step, user)) {
-      refreshZone(step);
-      step.userFields = userFieldsOf(user);
+    if (user) {
+      if (mergeUser(step, user)) refreshZone(step);
+      // Kept whether or not they changed the user: under another configuration the input that set them
+      // first may be refused, and replay must then find them on the next input that sent them.
+      if (sentFields(user)) step.userFields = userFieldsOf(user);
     }
   }
   advanceStreak(step);
@@ -161,6 +163,11 @@ function userFieldsOf(user: UserInput): UserFields {
   if (user.tz !== undefined) out.tz = user.tz;
   if (user.attributes !== undefined && user.attributes !== null) out.attributes = stateRecord(user.attributes);
   return out;
+}
+
+/** True when a user input carries fields besides its id. */
+function sentFields(user: UserInput): boolean {
+  return user.email !== undefined || user.name !== undefined || user.tz !== undefined || (user.attributes !== undefined && user.attributes !== null);
 }
 
 /** What a metric row keeps besides value and instant, so that replay can apply the event again; null if nothing. */

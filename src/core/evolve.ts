@@ -267,7 +267,7 @@ export interface ReplayDiff {
   leaderboards: Record<string, { before: number | null; after: number | null }>;
   /** Award rows taken back and award rows added (`retroactive`, `grandfather`). */
   awards: { reversed: number; added: number };
-  /** Events the configuration now refuses (taken back with reversal rows under `retroactive`). */
+  /** Events the configuration now refuses, taken back with reversal rows (`retroactive` only). */
   rejectedEvents: number;
 }
 
@@ -302,6 +302,9 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
   const userId = before.user.id;
   const take = policy === 'retroactive';
   if (!target) return { state: sealState(step), effects: step.effects, backdated: [], awards: step.awards, diff: diffOf(cfg, before, step.state, [], [], 0, 0, 0) };
+
+  // The user record as the history gives it: an upsert sent with an event refused now is refused with it.
+  if (take) step.state.user = target.user;
 
   // Metrics: recomputed totals (events refused now are taken back under `retroactive`).
   const metrics = ownRecord(step, 'metrics');
@@ -339,6 +342,9 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
       achievements[a.key] = { achievedAt: now.achievedAt, completionId: step.newId() };
       gained.push(a.key);
       step.effects.counters[`achievement:${a.key}`] = (step.effects.counters[`achievement:${a.key}`] ?? 0) + 1;
+    } else if (was && now && take && was.achievedAt !== now.achievedAt) {
+      // Recomputed: the instant the condition was first met under the current rules.
+      achievements[a.key] = { achievedAt: now.achievedAt, completionId: was.completionId };
     } else if (was && !now && take) {
       delete achievements[a.key];
       lost.push(a.key);
@@ -360,14 +366,11 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
       const rev = (r.data as AwardRow | AdjustmentRow | null)?.reverses;
       if (rev !== undefined) takenBack.add(rev);
     }
-    const open: LedgerRow[] = [];
     for (const r of rows) {
       if (r.kind !== 'points' || r.key !== system.key || takenBack.has(r.id)) continue;
       if ((r.data as AwardRow | AdjustmentRow | null)?.reverses !== undefined) continue;
-      if (r.data === null || isAdjustment(r) || typeof (r.data as { trigger?: unknown }).trigger !== 'string') {
-        open.push(r);
-        continue;
-      }
+      // Adjustments are not awards: the correction below squares the total they moved.
+      if (r.data === null || isAdjustment(r) || typeof (r.data as { trigger?: unknown }).trigger !== 'string') continue;
       const k = awardKey(r);
       const list = recorded.get(k);
       if (list) list.push(r);
@@ -380,7 +383,7 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
       if (list && list.length > 0) list.shift();
       else missing.push(r);
     }
-    const surplus = take ? [...open, ...[...recorded.values()].flat()] : [];
+    const surplus = take ? [...recorded.values()].flat() : [];
     if (surplus.length === 0 && missing.length === 0 && !take) continue;
     const ps = ownPoints(step, system.key);
     const tps = own(target.points, system.key);
@@ -398,9 +401,8 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
     surplus.sort((x, y) => (x.at < y.at ? -1 : x.at > y.at ? 1 : 0));
     for (const r of surplus) {
       ps.total = addExact(ps.total, -r.delta);
-      const d = r.data as AwardRow | AdjustmentRow | null;
-      const data: AwardRow | AdjustmentRow =
-        d !== null && typeof (d as AwardRow).trigger === 'string' ? { trigger: (d as AwardRow).trigger, type: (d as AwardRow).type, reverses: r.id } : { adjustment: 'replay', reverses: r.id };
+      const d = r.data as AwardRow;
+      const data: AwardRow = { trigger: d.trigger, type: d.type, reverses: r.id };
       step.effects.ledger.push({ id: step.newId(), userId, kind: 'points', key: system.key, at: step.nowIso, delta: -r.delta, total: ps.total, data });
       reversed++;
     }
@@ -411,7 +413,7 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
       step.effects.ledger.push({ id: step.newId(), userId, kind: 'points', key: system.key, at: step.nowIso, delta: r.delta, total: ps.total, data });
       added++;
     }
-    // What rows before 0.3 did not account for: one correction to the recomputed total.
+    // What adjustments (clamps to a cap) and rows before 0.3 moved: one correction to the recomputed total.
     const want = tps?.total ?? 0;
     if (take && ps.total !== want) {
       const delta = addExact(want, -ps.total);
@@ -442,7 +444,7 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
   }
   step.state.rules = cfg.rules.all;
   const state = sealState(step);
-  return { state, effects: step.effects, backdated: gained, awards: step.awards, diff: diffOf(cfg, before, state, gained, lost, reversed, added, rebuilt.rejected.length) };
+  return { state, effects: step.effects, backdated: gained, awards: step.awards, diff: diffOf(cfg, before, state, gained, lost, reversed, added, take ? rebuilt.rejected.filter((r) => r.kind === 'metric').length : 0) };
 }
 
 function diffOf(cfg: LaurelConfig, before: UserState, after: UserState, gained: string[], lost: string[], reversed: number, added: number, rejected: number): ReplayDiff {

@@ -35,7 +35,7 @@ export interface Step {
   today: LocalDate;
   /** Local dates of `now` in zones other than the user's, formatted once per call (made on first use). */
   dates: Map<string, LocalDate> | null;
-  /** The user fields of this call's input when they created the user or changed it (for its ledger row). */
+  /** The user fields of this call's input when it created the user or sent any (for its ledger row). */
   userFields: UserFields | null;
 }
 

@@ -119,13 +119,13 @@ export type UserFields = Omit<UserInput, 'id'>;
 export interface MetricRowData {
   attributes?: Record<string, string>;
   idempotencyKey?: string;
-  /** The user fields sent with the event, when they created the user or changed them. */
+  /** The user fields sent with the event (always kept when the event created the user). */
   user?: UserFields;
   /** A reversal row (delta: minus the event's value) of an event the configuration now refuses: its id. */
   reverses?: string;
 }
 
-/** A `user` row's data: the fields of an upsert (identify, update) that created or changed the user. */
+/** A `user` row's data: the fields of an upsert (identify, update) that created the user or sent fields. */
 export interface UserRowData {
   user: UserFields;
 }
@@ -133,7 +133,7 @@ export interface UserRowData {
 /** An `achievement` row's data (key: the achievement's key): an API completion. */
 export interface CompletionRowData {
   completionId: string;
-  /** The user fields sent with the completion, when they created the user or changed them. */
+  /** The user fields sent with the completion (always kept when it created the user). */
   user?: UserFields;
 }
 
