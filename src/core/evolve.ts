@@ -271,12 +271,15 @@ export interface ReplayDiff {
   rejectedEvents: number;
 }
 
-/** An award row's identity for matching recorded awards with recomputed ones: trigger, date, amount, run. */
-function awardKey(row: LedgerRow): string {
+/** An award row's identity without its amount: trigger, date and run of grants. */
+function awardSlot(row: LedgerRow): string {
   const d = row.data as AwardRow;
   const g: GrantRun | undefined = d.grants;
-  return `${d.trigger}|${d.dated ?? row.at}|${row.delta}|${g ? `${g.count}/${g.unit}/${g.every}/${g.tz}` : ''}`;
+  return `${d.trigger}|${d.dated ?? row.at}|${g ? `${g.count}/${g.unit}/${g.every}/${g.tz}` : ''}`;
 }
+
+/** An award row's identity for matching recorded awards with recomputed ones: its slot and amount. */
+const awardKey = (row: LedgerRow): string => `${awardSlot(row)}|${row.delta}`;
 
 
 /**
@@ -384,7 +387,24 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
       else missing.push(r);
     }
     const surplus = take ? [...recorded.values()].flat() : [];
-    if (surplus.length === 0 && missing.length === 0 && !take) continue;
+    // What to add: each missing award whole, except that `grandfather` tops up a re-priced award (same
+    // trigger and date, another amount) by what it gained, and keeps one that lost as it was.
+    let owed: { row: LedgerRow; delta: number }[] = missing.map((row) => ({ row, delta: row.delta }));
+    if (!take) {
+      const kept = new Map<string, LedgerRow[]>();
+      for (const r of [...recorded.values()].flat()) {
+        const slot = awardSlot(r);
+        const list = kept.get(slot);
+        if (list) list.push(r);
+        else kept.set(slot, [r]);
+      }
+      owed = owed.flatMap((o) => {
+        const old = kept.get(awardSlot(o.row))?.shift();
+        if (!old) return [o];
+        return o.row.delta > old.delta ? [{ row: o.row, delta: addExact(o.row.delta, -old.delta) }] : [];
+      });
+    }
+    if (surplus.length === 0 && owed.length === 0 && !take) continue;
     const ps = ownPoints(step, system.key);
     const tps = own(target.points, system.key);
     // Progress on triggers follows the recomputation, so future awards follow the current rules.
@@ -406,11 +426,11 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
       step.effects.ledger.push({ id: step.newId(), userId, kind: 'points', key: system.key, at: step.nowIso, delta: -r.delta, total: ps.total, data });
       reversed++;
     }
-    for (const r of missing) {
-      ps.total = addExact(ps.total, r.delta);
+    for (const { row: r, delta } of owed) {
+      ps.total = addExact(ps.total, delta);
       const d = r.data as AwardRow;
       const data: AwardRow = { ...d, dated: d.dated ?? r.at };
-      step.effects.ledger.push({ id: step.newId(), userId, kind: 'points', key: system.key, at: step.nowIso, delta: r.delta, total: ps.total, data });
+      step.effects.ledger.push({ id: step.newId(), userId, kind: 'points', key: system.key, at: step.nowIso, delta, total: ps.total, data });
       added++;
     }
     // What adjustments (clamps to a cap) and rows before 0.3 moved: one correction to the recomputed total.
