@@ -1,20 +1,42 @@
 import { defineConfig } from 'tsup';
 
-export default defineConfig({
-  entry: {
-    index: 'src/index.ts',
-    memory: 'src/memory.ts',
-    testing: 'src/testing/index.ts',
-    http: 'src/http.ts',
-    postgres: 'src/postgres.ts',
-    redis: 'src/redis.ts',
+const external = ['vitest', 'fast-check', 'pg', '@electric-sql/pglite', 'ioredis'];
+
+export default defineConfig([
+  // The library: unchanged by the CLI (its own build below shares no chunk with it).
+  {
+    entry: {
+      index: 'src/index.ts',
+      memory: 'src/memory.ts',
+      testing: 'src/testing/index.ts',
+      http: 'src/http.ts',
+      postgres: 'src/postgres.ts',
+      redis: 'src/redis.ts',
+    },
+    format: ['esm', 'cjs'],
+    dts: true,
+    sourcemap: true,
+    // Both builds run at once: the library's clean leaves the CLI's files alone.
+    clean: ['!cli.js', '!cli.js.map'],
+    target: 'node20',
+    splitting: true,
+    treeshake: true,
+    external,
   },
-  format: ['esm', 'cjs'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  splitting: true,
-  treeshake: true,
-  external: ['vitest', 'fast-check', 'pg', '@electric-sql/pglite', 'ioredis'],
-});
+  // The `laurel` command (package.json "bin"): ESM only, executable. It imports the library by the package's
+  // own name (`laurel`, `laurel/postgres`, `laurel/redis`, resolved through "exports" at run time), so it
+  // bundles none of it and a config module that imports `laurel` shares the CLI's copy. tsx (loading .ts
+  // config modules) and the drivers are optional and imported only when needed.
+  {
+    entry: { cli: 'src/cli.ts' },
+    format: ['esm'],
+    dts: false,
+    sourcemap: true,
+    clean: false,
+    target: 'node20',
+    splitting: false,
+    treeshake: true,
+    banner: { js: '#!/usr/bin/env node' },
+    external: [...external, /^laurel(?:\/.*)?$/, 'tsx', 'tsx/esm/api'],
+  },
+]);
