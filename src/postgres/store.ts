@@ -19,7 +19,7 @@
  */
 import { ConflictError, isLaurelError, storageError, StorageUnavailableError, ValidationError, type LaurelError } from '../errors.js';
 import type { IdempotencyRecord, LedgerRow } from '../core/types.js';
-import type { BatchCommitOutcome, Commit, CommitResult, EventLoad, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
+import type { BatchCommitOutcome, Commit, CommitResult, EventLoad, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
 import { MIGRATIONS } from './migrations.js';
 
 /** The result shape shared by `pg` (`rowCount`) and PGlite (`affectedRows`). */
@@ -116,6 +116,16 @@ const isVerdict = (error: unknown) => {
   const severity = (error as { severity?: unknown }).severity;
   return severity !== 'FATAL' && severity !== 'PANIC' && !code.startsWith('57P') && !code.startsWith('08');
 };
+
+const MAX_SEQ = 2n ** 63n - 1n;
+/** A `readUserLedger` cursor of this store: a seq (decimal), '0' before the first row. */
+function seqCursorOf(after: string | undefined): string {
+  if (after === undefined) return '0';
+  if (typeof after !== 'string' || !/^(?:0|[1-9][0-9]{0,18})$/.test(after) || BigInt(after) > MAX_SEQ) {
+    throw new ValidationError(`Invalid ledger cursor: ${JSON.stringify(after)}`, [{ path: ['after'], message: 'must be a cursor returned by readUserLedger' }]);
+  }
+  return after;
+}
 
 const DOLLAR_TAG = /^\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/;
 /**
@@ -699,6 +709,39 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       const limit = q.limit !== undefined ? ` LIMIT $${params.push(q.limit)}` : '';
       const r = await read((db) => db.query(`SELECT id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE ${where} ORDER BY at ${dir}, seq ${dir}${limit}`, params));
       return r.rows.map(toRow);
+    },
+
+    // A user's rows in commit order: seq is the ledger's insertion order, commit_batch inserts the rows of its
+    // commits in order, and a user's commits are serialised by the version check on the user's row, so a
+    // user's rows in seq order are in commit order. The cursor is the last row's seq. One more row than asked
+    // is read, so that `next` is null exactly after the last row. O(log n + limit) on ledger_user_seq (004).
+    // (The cursor column is not called seq: ORDER BY seq would then sort by its text.)
+    async readUserLedger(userId, page): Promise<LedgerPage> {
+      const after = seqCursorOf(page.after);
+      const r = await read((q) =>
+        q.query(`SELECT seq::text AS cursor, id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE user_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT $3`, [
+          userId,
+          after,
+          page.limit + 1,
+        ]),
+      );
+      if (r.rows.length <= page.limit) return { rows: r.rows.map(toRow), next: null };
+      const rows = r.rows.slice(0, page.limit);
+      const last = rows[rows.length - 1];
+      return { rows: rows.map(toRow), next: last ? String(last.cursor) : after };
+    },
+
+    // Ids in UTF-16 code-unit order, as utf16_hex writes them (see migration 002): O(log n + limit) on
+    // users_utf16 (004). (The primary key's COLLATE "C" is UTF-8 byte order, which differs from code-unit
+    // order between characters above U+FFFF and U+E000..U+FFFF.)
+    async listUsers(page) {
+      const hex = t('utf16_hex');
+      const r = await read((q) =>
+        page.after === undefined
+          ? q.query(`SELECT user_id FROM ${t('users')} ORDER BY ${hex}(user_id) LIMIT $1`, [page.limit])
+          : q.query(`SELECT user_id FROM ${t('users')} WHERE ${hex}(user_id) > ${hex}($2::text) ORDER BY ${hex}(user_id) LIMIT $1`, [page.limit, page.after]),
+      );
+      return r.rows.map((row) => String(row.user_id));
     },
 
     async getEntry(index, userId) {

@@ -2,13 +2,14 @@
  * The in-memory store: single process, O(1) state access, O(log n) ranks. User states are immutable values
  * (see `UserState`): the store keeps the state a commit hands it and hands that same value back, never a
  * copy. Ledger rows are kept in columns (numbers in one Float64Array, ids and data in one array), a few dozen
- * bytes per row, and rebuilt as objects only when read. Commits are atomic because every check runs before
- * the first change and nothing awaits in between.
+ * bytes per row, and rebuilt as objects only when read; each user's log of references to them in commit order
+ * (for `readUserLedger`) adds 4 bytes per row. Commits are atomic because every check runs before the first
+ * change and nothing awaits in between.
  */
-import { ConflictError } from '../errors.js';
+import { ConflictError, ValidationError } from '../errors.js';
 import type { AwardRow, IdempotencyRecord, LedgerKind, LedgerRow } from '../core/types.js';
 import { OrderedIndex, type IndexEntry } from './ordered-index.js';
-import type { BatchCommitOutcome, Commit, CommitResult, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
+import type { BatchCommitOutcome, Commit, CommitResult, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
 
 interface StoredUser {
   state: VersionedState['state'];
@@ -51,8 +52,11 @@ class Ledger {
     return lo;
   }
 
-  /** Stores a row after any row with the same or an earlier instant (rows mostly arrive in time order). */
-  add(row: LedgerRow): void {
+  /**
+   * Stores a row after any row with the same or an earlier instant (rows mostly arrive in time order);
+   * returns its position (the length before the call unless it was slotted in before later rows).
+   */
+  add(row: LedgerRow): number {
     const ms = Date.parse(row.at);
     if (this.nums.length < (this.length + 1) * 3) {
       const grown = new Float64Array(this.nums.length * 2);
@@ -73,16 +77,26 @@ class Ledger {
     this.refs[at * 2] = row.id;
     this.refs[at * 2 + 1] = packData(row.data);
     this.length++;
+    return at;
   }
 
   row(i: number): LedgerRow {
     const done = this.read?.[i];
     if (done !== undefined) return done;
-    const row = this.build(i);
-    if (row.data !== null && typeof row.data === 'object') Object.freeze(row.data);
-    Object.freeze(row);
+    const row = this.frozen(i);
     (this.read ??= [])[i] = row;
     return row;
+  }
+
+  /** The row at position `i`, not kept: a replay reads every row once, which should not leave objects behind. */
+  peek(i: number): LedgerRow {
+    return this.read?.[i] ?? this.frozen(i);
+  }
+
+  private frozen(i: number): LedgerRow {
+    const row = this.build(i);
+    if (row.data !== null && typeof row.data === 'object') Object.freeze(row.data);
+    return Object.freeze(row);
   }
 
   private build(i: number): LedgerRow {
@@ -97,6 +111,109 @@ class Ledger {
       data: unpackData(this.refs[i * 2 + 1]),
     };
   }
+}
+
+// A row of a user's log: (ledger no, ordinal) packed as no * 2^22 + ordinal into a Uint32Array while every
+// no < 1024 and ordinal < 2^22; else as no * 2^32 + ordinal into a Float64Array (exact below 2^53).
+const NARROW_NOS = 1024;
+const NARROW_ORDINALS = 2 ** 22;
+const WIDE = 2 ** 32;
+
+/**
+ * One user's ledgers: the map `kind NUL key` (a metric's key alone) -> ledger number, the ledgers by number
+ * (`list`, in creation order), and the user's log: one packed (ledger number, ordinal) per row in commit
+ * order, the rows of one commit in the order it listed them, where a row's ordinal is its place in its
+ * ledger's arrival order. 4 bytes per row (8 past 1,024 ledgers or 2^22 rows in one ledger). A ledger keeps
+ * rows by instant, so a row that arrives before a stored instant moves the rows after it: from then on,
+ * `orders` maps that ledger's ordinals to positions (kept up to date at the cost of the move itself).
+ * (The map is the user's object itself: the store keeps one per user.)
+ */
+class UserLedgers extends Map<string, number> {
+  list: Ledger[] = [];
+  /** A plain array of small integers for the first 16 rows (a typed array costs some 200 bytes more). */
+  log: number[] | Uint32Array | Float64Array = [];
+  wide = false;
+  length = 0;
+  orders: Map<number, Uint32Array> | null = null;
+
+  ledger(k: string): Ledger | undefined {
+    const no = this.get(k);
+    return no === undefined ? undefined : this.list[no];
+  }
+
+  /** Stores `row` in the ledger of `k` (its kind and key), created when missing, and appends it to the log. */
+  add(k: string, row: LedgerRow): void {
+    let no = this.get(k);
+    let ledger: Ledger;
+    if (no === undefined) {
+      no = this.list.length;
+      ledger = new Ledger(row.userId, row.kind, row.key);
+      this.set(k, no);
+      // Grown one by one while short (a push would reserve 16 more places), by push after that.
+      if (no < 16) this.list = this.list.concat(ledger);
+      else this.list.push(ledger);
+    } else ledger = this.list[no] as Ledger;
+    const ordinal = ledger.length;
+    const at = ledger.add(row);
+    if (at !== ordinal || this.orders?.has(no)) this.reorder(no, ordinal, at);
+    if (!this.wide && (no >= NARROW_NOS || ordinal >= NARROW_ORDINALS)) {
+      const wide = new Float64Array(this.log.length);
+      for (let i = 0; i < this.length; i++) {
+        const packed = this.log[i] as number;
+        wide[i] = Math.floor(packed / NARROW_ORDINALS) * WIDE + (packed % NARROW_ORDINALS);
+      }
+      this.log = wide;
+      this.wide = true;
+    }
+    if (this.length === this.log.length) {
+      const log = this.log;
+      if (Array.isArray(log) && this.length < 16) {
+        const grown: number[] = new Array(Math.max(2, this.length * 2));
+        for (let i = 0; i < this.length; i++) grown[i] = log[i] as number;
+        this.log = grown;
+      } else {
+        const grown = this.wide ? new Float64Array(Math.max(4, this.length * 2)) : new Uint32Array(Math.max(4, this.length * 2));
+        grown.set(log);
+        this.log = grown;
+      }
+    }
+    this.log[this.length++] = this.wide ? no * WIDE + ordinal : no * NARROW_ORDINALS + ordinal;
+  }
+
+  /** Ledger `no` stored its row of ordinal `ordinal` at position `at`: the rows from `at` on moved up one place. */
+  private reorder(no: number, ordinal: number, at: number): void {
+    const orders = (this.orders ??= new Map());
+    let order = orders.get(no);
+    if (order === undefined) {
+      order = new Uint32Array(Math.max(8, ordinal * 2));
+      for (let o = 0; o < ordinal; o++) order[o] = o;
+      orders.set(no, order);
+    } else if (order.length <= ordinal) {
+      const grown = new Uint32Array(ordinal * 2);
+      grown.set(order);
+      orders.set(no, (order = grown));
+    }
+    if (at < ordinal) for (let o = 0; o < ordinal; o++) if ((order[o] as number) >= at) order[o] = (order[o] as number) + 1;
+    order[ordinal] = at;
+  }
+
+  /** The `i`-th row in commit order. */
+  row(i: number): LedgerRow {
+    const packed = this.log[i] as number;
+    const unit = this.wide ? WIDE : NARROW_ORDINALS;
+    const no = Math.floor(packed / unit);
+    const ordinal = packed - no * unit;
+    const order = this.orders?.get(no);
+    return (this.list[no] as Ledger).peek(order === undefined ? ordinal : (order[ordinal] as number));
+  }
+}
+
+/** A {@link Store.readUserLedger} cursor of the memory store: the number of the user's rows before the page. */
+function cursorOf(after: string | undefined): number {
+  if (after === undefined) return 0;
+  const n = typeof after === 'string' && /^(?:0|[1-9][0-9]{0,15})$/.test(after) ? Number(after) : NaN;
+  if (!Number.isSafeInteger(n)) throw new ValidationError(`Invalid ledger cursor: ${JSON.stringify(after)}`, [{ path: ['after'], message: 'must be a cursor returned by readUserLedger' }]);
+  return n;
 }
 
 const DAY_MS = 86_400_000;
@@ -176,19 +293,36 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const users = new Map<string, StoredUser>();
   // (user, metric, key) -> `eventId NUL at`: one short string per record.
   const idempotency = new Map<string, string>();
-  // user -> `kind NUL key` -> rows. Kinds and keys are the configuration's own strings, so their hashes are
-  // cached, and a call's user id is hashed once for all its rows.
-  const ledgers = new Map<string, Map<string, Ledger>>();
-  const ledgerOf = (userId: string, kind: LedgerKind, key: string, create: boolean): Ledger | undefined => {
-    let mine = ledgers.get(userId);
-    if (!mine) {
-      if (!create) return undefined;
-      ledgers.set(userId, (mine = new Map()));
-    }
-    const k = kind === 'metric' ? key : `${kind}\u0000${key}`;
-    let rows = mine.get(k);
-    if (!rows && create) mine.set(k, (rows = new Ledger(userId, kind, key)));
-    return rows;
+  // user -> `kind NUL key` -> rows, and the user's log (see UserLedgers). Kinds and keys are the
+  // configuration's own strings, so their hashes are cached.
+  const ledgers = new Map<string, UserLedgers>();
+  const ledgerKey = (kind: LedgerKind, key: string) => (kind === 'metric' ? key : `${kind}\u0000${key}`);
+  const addRow = (row: LedgerRow): void => {
+    let mine = ledgers.get(row.userId);
+    if (!mine) ledgers.set(row.userId, (mine = new UserLedgers()));
+    mine.add(ledgerKey(row.kind, row.key), row);
+  };
+  // listUsers: the user ids in code-unit order, brought up to date by the first listUsers call after users
+  // were created (users are never deleted and a Map keeps insertion order, so the new ids are the last
+  // `users.size - sortedIds.length` keys): nothing on the commit path, one id reference per user.
+  let sortedIds: string[] = [];
+  const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  const sortUsers = (): string[] => {
+    const known = sortedIds.length;
+    if (users.size === known) return sortedIds;
+    const added: string[] = [];
+    let i = 0;
+    for (const id of users.keys()) if (i++ >= known) added.push(id);
+    added.sort(byCodeUnits);
+    if (known === 0) return (sortedIds = added);
+    const merged: string[] = new Array(known + added.length);
+    let a = 0;
+    let b = 0;
+    let m = 0;
+    while (a < known && b < added.length) merged[m++] = (sortedIds[a] as string) < (added[b] as string) ? (sortedIds[a++] as string) : (added[b++] as string);
+    while (a < known) merged[m++] = sortedIds[a++] as string;
+    while (b < added.length) merged[m++] = added[b++] as string;
+    return (sortedIds = merged);
   };
   const boards = new Map<string, Board>();
   const history = new Map<string, Map<string, RankHistoryRow[]>>();
@@ -226,9 +360,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     const version = c.expectedVersion + 1;
     users.set(c.userId, { state: c.state, version });
     if (c.idempotency) idempotency.set(joinKey(c.idempotency.userId, c.idempotency.metricKey, c.idempotency.key), `${c.idempotency.eventId}\u0000${c.idempotency.at}`);
-    for (const row of c.ledger) {
-      (ledgerOf(row.userId, row.kind, row.key, true) as Ledger).add(row);
-    }
+    for (const row of c.ledger) addRow(row);
     for (const name of Object.keys(c.counters)) counters.set(name, (counters.get(name) ?? 0) + (c.counters[name] as number));
     const ranks: RankChange[] = [];
     for (const w of c.leaderboard) {
@@ -314,7 +446,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return out;
     },
     async readLedger(q: LedgerQuery) {
-      const rows = ledgerOf(q.userId, q.kind, q.key, false);
+      const rows = ledgers.get(q.userId)?.ledger(ledgerKey(q.kind, q.key));
       if (!rows) return [];
       const start = q.from === undefined ? 0 : rows.lowerBound(Date.parse(q.from));
       const end = q.to === undefined ? rows.length : rows.lowerBound(Date.parse(q.to));
@@ -323,6 +455,31 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       if (q.order === 'asc') for (let i = start; i < end && out.length < limit; i++) out.push(rows.row(i));
       else for (let i = end - 1; i >= start && out.length < limit; i--) out.push(rows.row(i));
       return out;
+    },
+    // O(limit): the cursor is the number of the user's rows already read, a place in the user's log.
+    async readUserLedger(userId, page): Promise<LedgerPage> {
+      let i = cursorOf(page.after);
+      const mine = ledgers.get(userId);
+      if (!mine) return { rows: [], next: null };
+      const rows: LedgerRow[] = [];
+      for (; i < mine.length && rows.length < page.limit; i++) rows.push(mine.row(i));
+      return { rows, next: i < mine.length ? String(i) : null };
+    },
+    // O(log n + limit) when no user was created since the previous call; after n users of which p are new,
+    // that call first merges the new ids in: O(n + p log p), paid once for all the calls after it.
+    async listUsers(page) {
+      const ids = sortUsers();
+      let lo = 0;
+      if (page.after !== undefined) {
+        const after = page.after;
+        let hi = ids.length;
+        while (lo < hi) {
+          const mid = (lo + hi) >>> 1;
+          if ((ids[mid] as string) <= after) lo = mid + 1;
+          else hi = mid;
+        }
+      }
+      return ids.slice(lo, lo + Math.max(0, page.limit));
     },
     async getEntry(index, userId) {
       const b = boards.get(index);

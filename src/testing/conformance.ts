@@ -52,6 +52,7 @@ export function sampleState(userId: string, total: number | string = 0): UserSta
     streak: null,
     points: {},
     leaderboards: {},
+    rules: '',
   };
 }
 
@@ -96,6 +97,41 @@ function renamed(c: Commit, prefix: string): Commit {
     idempotency: c.idempotency ? { ...c.idempotency, userId: user(c.idempotency.userId) } : null,
   };
 }
+
+/** A row of any kind (data as given). */
+function rowOf(userId: string, id: string, kind: LedgerRow['kind'], key: string, at: string, data: LedgerRow['data'] = null, delta = 1, total = 1): LedgerRow {
+  return { id, userId, kind, key, at, delta, total, data };
+}
+
+/** Every row of a user's ledger, read `limit` rows at a time; checks the pages and their cursors on the way. */
+async function readWholeLedger(store: Store, userId: string, limit: number): Promise<LedgerRow[]> {
+  const rows: LedgerRow[] = [];
+  let after: string | undefined;
+  for (let pages = 0; ; pages++) {
+    assert(pages <= 1000, `readUserLedger(${JSON.stringify(userId)}, limit ${limit}): no end after 1000 pages`);
+    const page = await store.readUserLedger(userId, after === undefined ? { limit } : { after, limit });
+    assert(page.rows.length <= limit, `readUserLedger: a page of limit ${limit} holds ${page.rows.length} rows`);
+    rows.push(...page.rows);
+    if (page.next === null) return rows;
+    assert(typeof page.next === 'string', `readUserLedger: next must be a string or null, got ${String(page.next)}`);
+    assert(page.rows.length > 0, `readUserLedger: an empty page of limit ${limit} with more to come`);
+    after = page.next;
+  }
+}
+
+/** The ids of the users of a store, `limit` at a time, each page after the last id of the one before, to an empty page. */
+async function listAllUsers(store: Store, limit: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let pages = 0; ; pages++) {
+    assert(pages <= 1000, `listUsers(limit ${limit}): no end after 1000 pages`);
+    const page = await store.listUsers(ids.length === 0 ? { limit } : { after: ids[ids.length - 1] as string, limit });
+    assert(page.length <= limit, `listUsers: a page of limit ${limit} holds ${page.length} ids`);
+    if (page.length === 0) return ids;
+    ids.push(...page);
+  }
+}
+
+const codeUnitOrder = (ids: readonly string[]) => [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 
 /** Every check of the suite, in order. */
 export const storeConformanceChecks: readonly ConformanceCheck[] = [
@@ -474,6 +510,210 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
       );
       equal(batch.kinds, ['ok', 'ok', 'conflict', 'ok'], 'batch outcomes');
       equal(batch.results.map(thresholds), [[3], [3], [1]], 'thresholds of each commit of a batch, after its write');
+    },
+  },
+  {
+    name: 'readUserLedger: every kind and key in commit order (rows of a commit as listed, not by instant), other users and refused commits left out',
+    async run(store) {
+      const t = (d: string, h = '12') => `2026-02-${d}T${h}:00:00.000Z`;
+      const c1 = [
+        rowOf('r', 'm1', 'metric', 'lessons', t('10'), { eventId: 'm1' }),
+        rowOf('r', 'p1', 'points', 'xp', t('10'), { trigger: 'xp.lessons', type: 'metric' }, 10, 10),
+        rowOf('r', 'u1', 'user', 'user', t('10'), { user: { name: 'Ann' } }, 0, 0),
+      ];
+      // Earlier instants than the commit before, one row twice at the same instant, and a row dated back in a
+      // key that already holds later rows.
+      const c2 = [
+        rowOf('r', 'q1', 'metric', 'quizzes', t('05'), null),
+        rowOf('r', 'm2', 'metric', 'lessons', t('05'), null, 1, 2),
+        rowOf('r', 'a1', 'achievement', 'first', t('05'), { completionId: 'a1' }, 0, 0),
+        rowOf('r', 'm3', 'metric', 'lessons', t('05'), null, 1, 3),
+        rowOf('r', 's1', 'streak', 'streak', t('04'), null, 1, 1),
+      ];
+      // Instants going back and forth within one commit and one key.
+      const c3 = [
+        rowOf('r', 'm4', 'metric', 'lessons', t('20'), null, 1, 4),
+        rowOf('r', 'm5', 'metric', 'lessons', t('01'), null, 1, 5),
+        rowOf('r', 'p2', 'points', 'xp', t('01'), null, 5, 15),
+        rowOf('r', 'm6', 'metric', 'lessons', t('10', '00'), null, 1, 6),
+        rowOf('r', 'm7', 'metric', 'lessons', t('10'), null, 1, 7),
+      ];
+      await store.commit(commitOf('r', 0, { ledger: c1 }));
+      await store.commit(commitOf('o', 0, { ledger: [rowOf('o', 'o1', 'metric', 'lessons', t('07'))] }));
+      await store.commit(commitOf('r', 1, { ledger: c2 }));
+      await rejectsWithConflict(store.commit(commitOf('r', 1, { ledger: [rowOf('r', 'stale', 'metric', 'lessons', t('06'))] })), 'stale commit');
+      await store.commit(commitOf('r', 2, { ledger: c3 }));
+      await store.commit(commitOf('r', 3));
+      await store.commit(commitOf('o', 1, { ledger: [rowOf('o', 'o2', 'points', 'xp', t('08'))] }));
+      let expected = [...c1, ...c2, ...c3];
+      if (store.commitBatch) {
+        const c4 = [rowOf('r', 'm8', 'metric', 'lessons', t('02'), null, 1, 8), rowOf('r', 'p3', 'points', 'xp', t('02'), null, 1, 16)];
+        const c5 = [rowOf('r', 'q2', 'metric', 'quizzes', t('03'), null, 1, 2)];
+        const { kinds } = outcomesOf(
+          await store.commitBatch([
+            commitOf('o', 2, { ledger: [rowOf('o', 'o3', 'metric', 'lessons', t('09'))] }),
+            commitOf('r', 4, { ledger: c4 }),
+            commitOf('r', 4, { ledger: [rowOf('r', 'refused', 'metric', 'lessons', t('09'))] }),
+            commitOf('x', 0, { ledger: [rowOf('x', 'x1', 'metric', 'lessons', t('09'))] }),
+            commitOf('o', 3, { ledger: [rowOf('o', 'o4', 'metric', 'lessons', t('09'))] }),
+          ]),
+        );
+        equal(kinds, ['ok', 'ok', 'conflict', 'ok', 'ok'], 'batch outcomes');
+        await store.commit(commitOf('r', 5, { ledger: c5 }));
+        expected = [...expected, ...c4, ...c5];
+      }
+      const all = await store.readUserLedger('r', { limit: 1000 });
+      equal(all.rows.map((r) => r.id), expected.map((r) => r.id), 'commit order');
+      equal(canonical(all.rows), canonical(expected), 'rows read back whole');
+      equal(all.next, null, 'no next after the last row');
+      equal((await store.readUserLedger('o', { limit: 1000 })).rows.map((r) => r.id), store.commitBatch ? ['o1', 'o2', 'o3', 'o4'] : ['o1', 'o2'], "another user's rows");
+      // Reads by kind and key keep their own order (by instant, then insertion).
+      equal(
+        (await store.readLedger({ userId: 'r', kind: 'metric', key: 'lessons', order: 'asc' })).map((r) => r.id),
+        store.commitBatch ? ['m5', 'm8', 'm2', 'm3', 'm6', 'm1', 'm7', 'm4'] : ['m5', 'm2', 'm3', 'm6', 'm1', 'm7', 'm4'],
+        'readLedger still by instant',
+      );
+      for (let limit = 1; limit <= expected.length + 1; limit++) {
+        equal((await readWholeLedger(store, 'r', limit)).map((r) => r.id), expected.map((r) => r.id), `pages of ${limit}`);
+      }
+    },
+  },
+  {
+    name: 'readUserLedger: long ledgers over many keys, instants in any order, over a thousand keys',
+    async run(store) {
+      let seed = 7;
+      const random = (n: number) => {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        return seed % n;
+      };
+      const instant = () => new Date(Date.UTC(2026, 3, 1 + random(20), random(24), random(4) * 15)).toISOString();
+      const expected: LedgerRow[] = [];
+      let version = 0;
+      let n = 0;
+      const commitRows = async (rows: LedgerRow[]) => {
+        await store.commit(commitOf('long', version++, { ledger: rows }));
+        expected.push(...rows);
+      };
+      for (let c = 0; c < 10; c++) await commitRows(Array.from({ length: 25 }, () => rowOf('long', `r${n++}`, random(4) === 0 ? 'points' : 'metric', `k${random(20)}`, instant(), null, 1, n)));
+      await commitRows(Array.from({ length: 1030 }, (_, i) => rowOf('long', `r${n++}`, 'achievement', `a${i}`, instant(), { completionId: `c${i}` }, 0, 0)));
+      await commitRows(Array.from({ length: 5 }, () => rowOf('long', `r${n++}`, 'metric', `k${random(20)}`, instant(), null, 1, n)));
+      await commitRows([rowOf('long', `r${n++}`, 'achievement', 'a3', instant(), { completionId: 'again' }, 0, 0)]);
+      const ids = expected.map((r) => r.id);
+      equal((await readWholeLedger(store, 'long', 1000)).map((r) => r.id), ids, 'pages of 1000');
+      equal((await readWholeLedger(store, 'long', 97)).map((r) => r.id), ids, 'pages of 97');
+      const all = await readWholeLedger(store, 'long', 500);
+      equal(canonical(all), canonical(expected), 'rows read back whole');
+      // Each key's rows by instant, then in the order they came.
+      for (const [kind, key] of [['metric', 'k0'], ['metric', 'k7'], ['points', 'k3'], ['achievement', 'a3']] as const) {
+        const mine = expected.filter((r) => r.kind === kind && r.key === key);
+        const byInstant = mine.map((r, i) => [r, i] as const).sort((x, y) => (x[0].at < y[0].at ? -1 : x[0].at > y[0].at ? 1 : x[1] - y[1])).map(([r]) => r.id);
+        equal((await store.readLedger({ userId: 'long', kind, key, order: 'asc' })).map((r) => r.id), byInstant, `readLedger ${kind} ${key}`);
+      }
+    },
+  },
+  {
+    name: 'readUserLedger: paging, cursors and unknown users',
+    async run(store) {
+      const at = '2026-03-01T00:00:00.000Z';
+      equal(await store.readUserLedger('nobody', { limit: 10 }), { rows: [], next: null }, 'an unknown user');
+      await store.commit(commitOf('empty', 0));
+      equal(await store.readUserLedger('empty', { limit: 10 }), { rows: [], next: null }, 'a user without rows');
+      const rows = Array.from({ length: 5 }, (_, i) => rowOf('p', `e${i}`, i % 2 === 0 ? 'metric' : 'points', i % 2 === 0 ? 'lessons' : 'xp', at, null, 1, i + 1));
+      await store.commit(commitOf('p', 0, { ledger: rows.slice(0, 2) }));
+      await store.commit(commitOf('p', 1, { ledger: rows.slice(2, 4) }));
+      // next is null exactly with the page that holds the last row: a full last page says so itself.
+      const first = await store.readUserLedger('p', { limit: 2 });
+      equal(first.rows.map((r) => r.id), ['e0', 'e1'], 'first page');
+      assert(first.next !== null, 'more rows after the first page');
+      const second = await store.readUserLedger('p', { after: first.next, limit: 2 });
+      equal(second.rows.map((r) => r.id), ['e2', 'e3'], 'second page');
+      equal(second.next, null, 'a full page with the last row has no next');
+      const whole = await store.readUserLedger('p', { limit: 4 });
+      equal([whole.rows.length, whole.next], [4, null], 'all rows in one page of exactly their number');
+      // A cursor stays valid as the user's ledger grows: the rows after it follow in commit order.
+      await store.commit(commitOf('p', 2, { ledger: rows.slice(4) }));
+      equal((await store.readUserLedger('p', { after: first.next, limit: 10 })).rows.map((r) => r.id), ['e2', 'e3', 'e4'], 'a cursor read again after more commits');
+      const firstAgain = await store.readUserLedger('p', { limit: 4 });
+      assert(firstAgain.next !== null, 'more rows after four');
+      equal(await store.readUserLedger('p', { after: firstAgain.next, limit: 4 }), { rows: [rows[4]], next: null }, 'the last page');
+      equal((await store.readUserLedger('p', { after: first.next, limit: 1 })).rows.map((r) => r.id), ['e2'], 'the same cursor again, limit 1');
+      // Rows read back are the committed values, not the caller's objects.
+      (rows[0] as LedgerRow).delta = 99;
+      equal((await store.readUserLedger('p', { limit: 1 })).rows[0]?.delta, 1, 'rows kept by value');
+    },
+  },
+  {
+    name: "ledger rows of kind 'user' and 'achievement', and metric rows with data, read back by value",
+    async run(store) {
+      const at = '2026-03-02T09:30:00.000Z';
+      const user = { email: 'ann@example.com', name: 'Ann', tz: 'Europe/Paris', attributes: { plan: 'pro', 'é': '😀' } };
+      const rows = [
+        rowOf('d', 'd1', 'user', 'user', at, { user }, 0, 0),
+        rowOf('d', 'e1', 'metric', 'lessons', at, { attributes: { course: 'fr', level: '2' }, idempotencyKey: 'k-1', user: { name: 'Ann B', attributes: {} } }, 2.5, 2.5),
+        rowOf('d', 'e2', 'metric', 'lessons', at, { idempotencyKey: 'k-2' }, -0.5, 2),
+        rowOf('d', 'e3', 'metric', 'lessons', at, null, 1, 3),
+        rowOf('d', 'c1', 'achievement', 'first-lesson', at, { completionId: 'c1', user: { email: null } }, 0, 0),
+        rowOf('d', 'c2', 'achievement', 'api-only', at, { completionId: 'c2' }, 0, 0),
+      ];
+      const sent = canonical(rows);
+      await store.commit(commitOf('d', 0, { ledger: rows }));
+      // The caller may reuse its objects.
+      ((rows[1] as LedgerRow).data as { attributes: Record<string, string> }).attributes.course = 'changed';
+      (rows[0] as LedgerRow).kind = 'metric';
+      const expected = JSON.parse(sent) as LedgerRow[];
+      equal(canonical((await store.readUserLedger('d', { limit: 10 })).rows), canonical(expected), 'readUserLedger');
+      equal(canonical(await store.readLedger({ userId: 'd', kind: 'user', key: 'user', order: 'asc' })), canonical(expected.slice(0, 1)), "readLedger of kind 'user'");
+      equal(canonical(await store.readLedger({ userId: 'd', kind: 'metric', key: 'lessons', order: 'asc' })), canonical(expected.slice(1, 4)), 'readLedger of metric rows with data');
+      equal(canonical(await store.readLedger({ userId: 'd', kind: 'achievement', key: 'first-lesson', order: 'asc' })), canonical(expected.slice(4, 5)), "readLedger of kind 'achievement'");
+      equal(canonical(await store.readLedger({ userId: 'd', kind: 'achievement', key: 'api-only', order: 'desc' })), canonical(expected.slice(5)), "readLedger of another achievement's key");
+      equal(await store.readLedger({ userId: 'd', kind: 'metric', key: 'user', order: 'asc' }), [], 'kinds are apart');
+    },
+  },
+  {
+    name: 'listUsers: ids in code-unit order, paged after any id, existing or not',
+    async run(store) {
+      equal(await store.listUsers({ limit: 10 }), [], 'an empty store');
+      equal(await store.listUsers({ after: 'a', limit: 10 }), [], 'an empty store, after an id');
+      // Code-unit order (JavaScript's <): upper case before lower case, then Latin-1, then characters above
+      // U+FFFF (surrogates D800..DFFF) before U+E000..U+FFFF, where UTF-8 byte order puts them last.
+      const ids = ['b', 'a', '\uFFFF', '😀', 'B', 'é', '\uE000', '𐀀', 'ab', 'a b', 'A', 'z9', '1'];
+      const sorted = codeUnitOrder(ids);
+      equal(sorted, ['1', 'A', 'B', 'a', 'a b', 'ab', 'b', 'z9', 'é', '𐀀', '😀', '\uE000', '\uFFFF'], 'the expected order');
+      for (const [i, id] of ids.entries()) {
+        // Some users created one by one, some in a batch (when the store has commitBatch).
+        if (store.commitBatch && i >= 8) continue;
+        await store.commit(commitOf(id, 0, { ledger: [metricRow(id, `e-${i}`, '2026-03-03T00:00:00.000Z', 1, 1)] }));
+      }
+      if (store.commitBatch) {
+        const { kinds } = outcomesOf(
+          await store.commitBatch([
+            ...ids.slice(8).map((id) => commitOf(id, 0)),
+            // Refused: creates nobody.
+            commitOf('b', 0),
+            commitOf('refused-new', 1),
+          ]),
+        );
+        equal(kinds, [...ids.slice(8).map(() => 'ok'), 'conflict', 'conflict'], 'batch outcomes');
+      }
+      await rejectsWithConflict(store.commit(commitOf('never', 3)), 'a commit for a user that does not exist');
+      // A row about another user does not make a user.
+      await store.commit(commitOf('a', 1, { ledger: [metricRow('ghost', 'g1', '2026-03-03T00:00:00.000Z', 1, 1)] }));
+      equal(await store.listUsers({ limit: 100 }), sorted, 'all ids');
+      equal(await store.listUsers({ limit: 3 }), sorted.slice(0, 3), 'the first page');
+      equal(await store.listUsers({ limit: 0 }), [], 'limit 0');
+      for (let limit = 1; limit <= sorted.length + 1; limit++) equal(await listAllUsers(store, limit), sorted, `pages of ${limit}`);
+      for (const [i, id] of sorted.entries()) equal(await store.listUsers({ after: id, limit: 100 }), sorted.slice(i + 1), `after ${JSON.stringify(id)}`);
+      equal(await store.listUsers({ after: '', limit: 100 }), sorted, "after ''");
+      equal(await store.listUsers({ after: 'aa', limit: 2 }), ['ab', 'b'], 'after an id that does not exist');
+      equal(await store.listUsers({ after: 'zz', limit: 100 }), ['é', '𐀀', '😀', '\uE000', '\uFFFF'], 'after another id that does not exist');
+      equal(await store.listUsers({ after: '\uD800\uDC01', limit: 100 }), ['😀', '\uE000', '\uFFFF'], 'after a character above U+FFFF that does not exist');
+      equal(await store.listUsers({ after: '\uFFFF', limit: 100 }), [], 'after the last id');
+      equal(await store.listUsers({ after: '\uFFFF\uFFFF', limit: 100 }), [], 'after every id');
+      // New users appear in their places.
+      await store.commit(commitOf('aa', 0));
+      await store.commit(commitOf('\uD83D\uDE01', 0));
+      equal(await store.listUsers({ after: 'a b', limit: 3 }), ['aa', 'ab', 'b'], 'a new user in its place');
+      equal(await store.listUsers({ after: '😀', limit: 2 }), ['😁', '\uE000'], 'another new user in its place');
     },
   },
 ];
