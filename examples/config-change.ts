@@ -9,13 +9,15 @@
 import { createEngine, defineConfig, type ConfigInput } from 'laurel';
 import { createMemoryStore } from 'laurel/memory';
 
+const coins = { key: 'coins', name: 'Coins', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }] } satisfies NonNullable<ConfigInput['pointsSystems']>[number];
+
 const v1 = {
   timeZone: 'Europe/Berlin',
   metrics: [{ key: 'lessons', name: 'Lessons completed' }],
   streak: { frequency: 'daily' },
   pointsSystems: [
     { key: 'xp', name: 'XP', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 5 }] },
-    { key: 'coins', name: 'Coins', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }] },
+    coins,
   ],
   leaderboards: [{ key: 'xp-all-time', name: 'XP', rankBy: 'points', pointsSystemKey: 'xp', start: '2026-01-01' }],
 } satisfies ConfigInput;
@@ -32,7 +34,7 @@ const v2 = {
         { key: 'ten-bonus', type: 'achievement', achievementKey: 'ten-lessons', points: 100 },
       ],
     },
-    { ...v1.pointsSystems[1], maxPoints: 50 },
+    { ...coins, maxPoints: 50 },
   ],
 } satisfies ConfigInput;
 

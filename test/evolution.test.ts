@@ -16,6 +16,11 @@ function clockAt(ms: number) {
   return clock;
 }
 
+const daily = { key: 'daily', type: 'time' as const, timeUnit: 'day' as const, timeInterval: 1, points: 10 };
+const perLesson = { key: 'per-lesson', type: 'metric' as const, metricKey: 'lessons', metricThreshold: 1, points: 1 };
+const coinsSystem = { key: 'coins', name: 'Coins', triggers: [daily, perLesson] };
+const lessonsMetric = { key: 'lessons', name: 'Lessons' };
+
 const base = {
   timeZone: 'UTC',
   metrics: [
@@ -23,16 +28,7 @@ const base = {
     { key: 'quizzes', name: 'Quizzes' },
   ],
   attributes: [{ key: 'plan', name: 'Plan', type: 'user' as const }],
-  pointsSystems: [
-    {
-      key: 'coins',
-      name: 'Coins',
-      triggers: [
-        { key: 'daily', type: 'time' as const, timeUnit: 'day' as const, timeInterval: 1, points: 10 },
-        { key: 'per-lesson', type: 'metric' as const, metricKey: 'lessons', metricThreshold: 1, points: 1 },
-      ],
-    },
-  ],
+  pointsSystems: [coinsSystem],
 } satisfies ConfigInput;
 
 async function ledgerOf(store: ReturnType<typeof createMemoryStore>, userId: string): Promise<LedgerRow[]> {
@@ -49,7 +45,7 @@ describe('stable identity', () => {
     expect((await a.getPointsSummary('u1', 'coins')).total).toBe(301);
     const inserted = defineConfig({
       ...base,
-      pointsSystems: [{ ...base.pointsSystems[0], triggers: [{ key: 'per-quiz', type: 'metric' as const, metricKey: 'quizzes', metricThreshold: 1, points: 2 }, ...base.pointsSystems[0].triggers] }],
+      pointsSystems: [{ ...coinsSystem, triggers: [{ key: 'per-quiz', type: 'metric' as const, metricKey: 'quizzes', metricThreshold: 1, points: 2 }, ...coinsSystem.triggers] }],
     });
     const b = createEngine({ config: inserted, store, clock: clock.fn, newId: sequentialIds('b') });
     expect((await b.getPointsSummary('u1', 'coins')).total).toBe(301);
@@ -60,37 +56,24 @@ describe('stable identity', () => {
   it('edited in every way, a configuration never pays an award twice and never loses progress', async () => {
     const store = createMemoryStore();
     const clock = clockAt(T0);
-    const v1 = {
-      ...base,
-      achievements: [
-        { key: 'five', name: 'Five', trigger: 'metric' as const, metricKey: 'lessons', metricValue: 5 },
-        { key: 'ten', name: 'Ten', trigger: 'metric' as const, metricKey: 'lessons', metricValue: 10 },
-      ],
-      pointsSystems: [
-        {
-          key: 'coins',
-          name: 'Coins',
-          triggers: [
-            { key: 'daily', type: 'time' as const, timeUnit: 'day' as const, timeInterval: 1, points: 10 },
-            { key: 'every-3', type: 'metric' as const, metricKey: 'lessons', metricThreshold: 3, points: 5 },
-            { key: 'five-bonus', type: 'achievement' as const, achievementKey: 'five', points: 100 },
-          ],
-        },
-      ],
-    } satisfies ConfigInput;
+    const five = { key: 'five', name: 'Five', trigger: 'metric' as const, metricKey: 'lessons', metricValue: 5 };
+    const ten = { key: 'ten', name: 'Ten', trigger: 'metric' as const, metricKey: 'lessons', metricValue: 10 };
+    const every3 = { key: 'every-3', type: 'metric' as const, metricKey: 'lessons', metricThreshold: 3, points: 5 };
+    const fiveBonus = { key: 'five-bonus', type: 'achievement' as const, achievementKey: 'five', points: 100 };
+    const v1 = { ...base, achievements: [five, ten], pointsSystems: [{ key: 'coins', name: 'Coins', triggers: [daily, every3, fiveBonus] }] } satisfies ConfigInput;
     const versions: ConfigInput[] = [
       v1,
       // insert a trigger and an achievement in front, reorder the rest
       {
         ...v1,
-        achievements: [{ key: 'quiz-1', name: 'Quiz', trigger: 'metric', metricKey: 'quizzes', metricValue: 100 }, ...[...v1.achievements].reverse()],
-        pointsSystems: [{ ...v1.pointsSystems[0], triggers: [{ key: 'per-quiz', type: 'metric', metricKey: 'quizzes', metricThreshold: 1, points: 1 }, ...[...v1.pointsSystems[0].triggers].reverse()] }],
+        achievements: [{ key: 'quiz-1', name: 'Quiz', trigger: 'metric', metricKey: 'quizzes', metricValue: 100 }, ten, five],
+        pointsSystems: [{ key: 'coins', name: 'Coins', triggers: [{ key: 'per-quiz', type: 'metric', metricKey: 'quizzes', metricThreshold: 1, points: 1 }, fiveBonus, every3, daily] }],
       },
       // remove a trigger, change points and thresholds of the others
       {
         ...v1,
-        achievements: [{ key: 'ten', name: 'Ten', trigger: 'metric', metricKey: 'lessons', metricValue: 12 }, v1.achievements[0]],
-        pointsSystems: [{ ...v1.pointsSystems[0], triggers: [{ ...v1.pointsSystems[0].triggers[2], points: 150 }, { ...v1.pointsSystems[0].triggers[0], points: 20 }] }],
+        achievements: [{ ...ten, metricValue: 12 }, five],
+        pointsSystems: [{ key: 'coins', name: 'Coins', triggers: [{ ...fiveBonus, points: 150 }, { ...daily, points: 20 }] }],
       },
       v1,
     ];
@@ -132,7 +115,7 @@ describe('a changed configuration, on the next read or write', () => {
     defineConfig({
       ...base,
       achievements: [{ key: 'three', name: 'Three lessons', trigger: 'metric', metricKey: 'lessons', metricValue }],
-      pointsSystems: [{ ...base.pointsSystems[0], triggers: [...base.pointsSystems[0].triggers, { key: 'three-bonus', type: 'achievement' as const, achievementKey: 'three', points }] }],
+      pointsSystems: [{ ...coinsSystem, triggers: [...coinsSystem.triggers, { key: 'three-bonus', type: 'achievement' as const, achievementKey: 'three', points }] }],
     });
 
   it('backdates an added achievement the user already meets, silently, and pays its points dated then', async () => {
@@ -225,7 +208,7 @@ describe('a changed configuration, on the next read or write', () => {
     const a = createEngine({ config: defineConfig(base), store, clock: clock.fn, newId: sequentialIds() });
     await a.recordEvent('lessons', { user: { id: 'u1' }, value: 30 });
     expect((await a.getPointsSummary('u1', 'coins')).total).toBe(30);
-    const capped = defineConfig({ ...base, pointsSystems: [{ ...base.pointsSystems[0], maxPoints: 20 }] });
+    const capped = defineConfig({ ...base, pointsSystems: [{ ...coinsSystem, maxPoints: 20 }] });
     const b = createEngine({ config: capped, store, clock: clock.fn, newId: sequentialIds('b') });
     expect((await b.getPointsSummary('u1', 'coins')).total).toBe(20);
     await b.accrue('u1');
@@ -239,7 +222,7 @@ describe('a changed configuration, on the next read or write', () => {
   it('starts a newly configured time trigger now instead of paying since the user was created', async () => {
     const store = createMemoryStore();
     const clock = clockAt(T0);
-    const none = { ...base, pointsSystems: [{ key: 'coins', name: 'Coins', triggers: [base.pointsSystems[0].triggers[1]] }] };
+    const none = { ...base, pointsSystems: [{ key: 'coins', name: 'Coins', triggers: [perLesson] }] };
     const a = createEngine({ config: defineConfig(none), store, clock: clock.fn, newId: sequentialIds() });
     await a.recordEvent('lessons', { user: { id: 'u1' }, value: 1 });
     clock.now = T0 + 100 * DAY;
@@ -264,7 +247,7 @@ describe('a changed configuration, on the next read or write', () => {
     const slim = createEngine({ config: defineConfig(base), store, clock: clock.fn, newId: sequentialIds('s') });
     await slim.recordEvent('lessons', { user: { id: 'u1' }, value: 1 });
     expect((await slim.getUserMetrics('u1')).map((m) => m.name)).toEqual(['Lessons', 'Quizzes']);
-    const slimmer = createEngine({ config: defineConfig({ ...base, metrics: [base.metrics[0]], pointsSystems: [{ ...base.pointsSystems[0] }] }), store, clock: clock.fn, newId: sequentialIds('t') });
+    const slimmer = createEngine({ config: defineConfig({ ...base, metrics: [lessonsMetric], pointsSystems: [{ ...coinsSystem }] }), store, clock: clock.fn, newId: sequentialIds('t') });
     await slimmer.recordEvent('lessons', { user: { id: 'u1' }, value: 1 });
     expect((await slimmer.getUserMetrics('u1')).map((m) => m.name)).toEqual(['Lessons']);
     const back = createEngine({ config: defineConfig(full), store, clock: clock.fn, newId: sequentialIds('r') });
@@ -297,7 +280,7 @@ describe('a changed configuration, on the next read or write', () => {
 });
 
 describe('replay', () => {
-  const doubled = (points: number) => defineConfig({ ...base, pointsSystems: [{ ...base.pointsSystems[0], triggers: [base.pointsSystems[0].triggers[0], { ...base.pointsSystems[0].triggers[1], points }] }] });
+  const doubled = (points: number) => defineConfig({ ...base, pointsSystems: [{ ...coinsSystem, triggers: [daily, { ...perLesson, points }] }] });
 
   async function seeded() {
     const store = createMemoryStore();
@@ -338,7 +321,7 @@ describe('replay', () => {
     const { store, clock } = await seeded();
     const withTwo = (metricValue: number) => ({ ...base, achievements: [{ key: 'two', name: 'Two', trigger: 'metric' as const, metricKey: 'lessons', metricValue }] });
     await createEngine({ config: defineConfig(withTwo(2)), store, clock: clock.fn, newId: sequentialIds('w') }).replay({ policy: 'forward' });
-    const harder = { ...withTwo(5), pointsSystems: [{ ...base.pointsSystems[0], triggers: [base.pointsSystems[0].triggers[0], { ...base.pointsSystems[0].triggers[1], metricThreshold: 2 }] }] };
+    const harder = { ...withTwo(5), pointsSystems: [{ ...coinsSystem, triggers: [daily, { ...perLesson, metricThreshold: 2 }] }] };
     const b = createEngine({ config: defineConfig(harder), store, clock: clock.fn, newId: sequentialIds('g') });
     const g = await b.replay({ policy: 'grandfather', users: ['u1'] });
     expect(g.diffs).toEqual([]);
