@@ -20,7 +20,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import cliProgress from 'cli-progress';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { createEngine, isLaurelError, type LaurelConfig, type ReplayDiff, type ReplayPolicy, type ReplayReport } from 'laurel';
+import { addToReplaySummary, createEngine, isLaurelError, type LaurelConfig, type ReplayDiff, type ReplayPolicy, type ReplayReport } from 'laurel';
 import { createPostgresStore, MIGRATIONS, type PostgresStore, type Queryable } from 'laurel/postgres';
 import { createRedisRankIndex, rebuildRankIndex, type RedisLike } from 'laurel/redis';
 
@@ -288,15 +288,7 @@ interface Tally {
 }
 
 function addDiff(t: Tally, diff: ReplayDiff) {
-  if (!diff.changed) return;
-  const s = t.summary;
-  s.achievementsGained += diff.achievements.gained.length;
-  s.achievementsLost += diff.achievements.lost.length;
-  for (const [k, v] of Object.entries(diff.points)) s.points[k] = (s.points[k] ?? 0) + v.delta;
-  s.awardsReversed += diff.awards.reversed;
-  s.awardsAdded += diff.awards.added;
-  s.rejectedEvents += diff.rejectedEvents;
-  if (diff.streak.before !== diff.streak.after) s.streaksChanged++;
+  addToReplaySummary(t.summary, diff);
 }
 
 /** Signals: the first asks to stop after the current user, a second one quits at once. */

@@ -9,6 +9,7 @@ export { createEngine } from './engine/engine.js';
 export { rebuildUser, reconcileUser, replayUser } from './core/evolve.js';
 export type { Rebuilt, Reconciled, ReplayDiff, ReplayPolicy } from './core/evolve.js';
 export { needsReconcile } from './core/rules.js';
+export { addToReplaySummary } from './engine/evolution.js';
 export type { ReplayOptions, ReplayProgress, ReplayReport } from './engine/evolution.js';
 export {
   LaurelError,

@@ -98,6 +98,18 @@ export interface ReplayDeps {
   commit: (userId: string, loaded: VersionedState | null, state: UserState, effects: Effects) => Promise<CommitResult>;
 }
 
+/** Adds a changed user's diff to a replay summary's totals (a diff that changed nothing adds nothing). */
+export function addToReplaySummary(s: ReplayReport['summary'], diff: ReplayDiff): void {
+  if (!diff.changed) return;
+  s.achievementsGained += diff.achievements.gained.length;
+  s.achievementsLost += diff.achievements.lost.length;
+  for (const [k, v] of Object.entries(diff.points)) s.points[k] = (s.points[k] ?? 0) + v.delta;
+  s.awardsReversed += diff.awards.reversed;
+  s.awardsAdded += diff.awards.added;
+  s.rejectedEvents += diff.rejectedEvents;
+  if (diff.streak.before !== diff.streak.after) s.streaksChanged++;
+}
+
 const POLICIES: readonly ReplayPolicy[] = ['forward', 'retroactive', 'grandfather'];
 
 /** `engine.replay`: see {@link ReplayOptions}. */
@@ -144,14 +156,7 @@ export async function runReplay(deps: ReplayDeps, options: ReplayOptions = {}): 
       report.users++;
       if (diff.changed) {
         report.changed++;
-        const s = report.summary;
-        s.achievementsGained += diff.achievements.gained.length;
-        s.achievementsLost += diff.achievements.lost.length;
-        for (const [k, v] of Object.entries(diff.points)) s.points[k] = (s.points[k] ?? 0) + v.delta;
-        s.awardsReversed += diff.awards.reversed;
-        s.awardsAdded += diff.awards.added;
-        s.rejectedEvents += diff.rejectedEvents;
-        if (diff.streak.before !== diff.streak.after) s.streaksChanged++;
+        addToReplaySummary(report.summary, diff);
         if (opts.users !== undefined) report.diffs.push(diff);
       }
       opts.onDiff?.(diff);
