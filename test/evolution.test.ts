@@ -334,6 +334,23 @@ describe('replay', () => {
     expect((await b.listAchievements())[0]?.completions).toBe(1);
   });
 
+  it('reports board values and ranks before and after in the diff', async () => {
+    const store = createMemoryStore();
+    const clock = clockAt(T0);
+    const boarded = { ...base, leaderboards: [{ key: 'coins', name: 'Coins', rankBy: 'points' as const, pointsSystemKey: 'coins', start: '2026-01-01' }] };
+    const a = createEngine({ config: defineConfig(boarded), store, clock: clock.fn, newId: sequentialIds() });
+    await a.recordEvent('lessons', { user: { id: 'u1' }, value: 3 });
+    await a.recordEvent('lessons', { user: { id: 'u2' }, value: 1 });
+    await a.recordEvent('quizzes', { user: { id: 'u2' }, value: 1 });
+    const quizPays = { ...boarded, pointsSystems: [{ ...coinsSystem, triggers: [daily, perLesson, { key: 'per-quiz', type: 'metric' as const, metricKey: 'quizzes', metricThreshold: 1, points: 5 }] }] };
+    const b = createEngine({ config: defineConfig(quizPays), store, clock: clock.fn, newId: sequentialIds('b') });
+    const dry = await b.replay({ policy: 'retroactive', dryRun: true, users: ['u2'] });
+    expect(dry.diffs[0]?.leaderboards.coins).toEqual({ before: 1, after: 6, rankBefore: 2, rankAfter: 1 });
+    const real = await b.replay({ policy: 'retroactive', users: ['u2'] });
+    expect(real.diffs).toEqual(dry.diffs);
+    expect((await b.getUserLeaderboard('u2', 'coins')).rank).toBe(1);
+  });
+
   it('walks every user by cursor, reports progress and resumes after a given user', async () => {
     const { store, clock } = await seeded();
     const b = createEngine({ config: doubled(2), store, clock: clock.fn, newId: sequentialIds('b') });

@@ -263,8 +263,12 @@ export interface ReplayDiff {
   /** Systems whose total changes: before, after, and the change. */
   points: Record<string, { before: number; after: number; delta: number }>;
   streak: { before: number; after: number };
-  /** Boards whose value for the user changes (current runs): before and after (null: no entry). */
-  leaderboards: Record<string, { before: number | null; after: number | null }>;
+  /**
+   * Boards whose value for the user changes (current runs): value before and after (null: no entry), and,
+   * filled by `engine.replay` (the pure functions leave them null), the user's rank before and the rank the
+   * new value takes against the board as it stands when the user is replayed (null: unranked).
+   */
+  leaderboards: Record<string, { before: number | null; after: number | null; rankBefore: number | null; rankAfter: number | null }>;
   /** Award rows taken back and award rows added (`retroactive`, `grandfather`). */
   awards: { reversed: number; added: number };
   /** Events the configuration now refuses, taken back with reversal rows (`retroactive` only). */
@@ -479,7 +483,7 @@ function diffOf(cfg: LaurelConfig, before: UserState, after: UserState, gained: 
     const b = own(before.leaderboards, l.key);
     const a = own(after.leaderboards, l.key);
     if (b === a || (a && b && a.run === b.run && a.group === b.group && a.value === b.value)) continue;
-    leaderboards[l.key] = { before: b ? b.value : null, after: a ? a.value : null };
+    leaderboards[l.key] = { before: b ? b.value : null, after: a ? a.value : null, rankBefore: null, rankAfter: null };
   }
   const streak = { before: before.streak?.length ?? 0, after: after.streak?.length ?? 0 };
   const diff: ReplayDiff = {

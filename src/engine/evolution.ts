@@ -7,6 +7,8 @@ import { isLaurelError, ValidationError, type LaurelError } from '../errors.js';
 import { reconcileUser, replayUser, type Reconciled, type ReplayDiff, type ReplayPolicy } from '../core/evolve.js';
 import type { CoreContext, Effects, LedgerRow, UserState } from '../core/types.js';
 import { validateUserId } from '../core/users.js';
+import { boardIndexOf } from '../core/leaderboards.js';
+import { own } from '../core/step.js';
 import type { CommitResult, Store, VersionedState } from '../store/types.js';
 
 /** Rows per page when a whole ledger is read. */
@@ -110,6 +112,30 @@ export function addToReplaySummary(s: ReplayReport['summary'], diff: ReplayDiff)
   if (diff.streak.before !== diff.streak.after) s.streaksChanged++;
 }
 
+/**
+ * Fills the ranks of a diff's boards: the user's rank before, and the rank the new value takes against the
+ * board as it stands now (everyone at or above it ranks first, the user's own old entry not counted; null
+ * beyond `maxParticipants`), read before anything is committed, the same way in a dry run and a real one.
+ */
+async function rankChanges(deps: ReplayDeps, before: UserState, after: UserState, diff: ReplayDiff): Promise<void> {
+  const userId = before.user.id;
+  for (const [key, change] of Object.entries(diff.leaderboards)) {
+    const board = deps.config.index.leaderboards.get(key);
+    if (!board) continue;
+    const cap = (rank: number | null | undefined) => (rank != null && rank <= board.maxParticipants ? rank : null);
+    const was = own(before.leaderboards, key);
+    const now = own(after.leaderboards, key);
+    const prior = was ? await deps.store.getEntry(boardIndexOf(board, was.run, was.group), userId) : null;
+    change.rankBefore = cap(prior?.rank);
+    if (now && now.value > 0) {
+      const index = boardIndexOf(board, now.run, now.group);
+      const mine = was && was.run === now.run && was.group === now.group ? prior : null;
+      const above = await deps.store.countEntries(index, { min: now.value });
+      change.rankAfter = cap(above - (mine && mine.value >= now.value ? 1 : 0) + 1);
+    }
+  }
+}
+
 const POLICIES: readonly ReplayPolicy[] = ['forward', 'retroactive', 'grandfather'];
 
 /** `engine.replay`: see {@link ReplayOptions}. */
@@ -143,6 +169,7 @@ export async function runReplay(deps: ReplayDeps, options: ReplayOptions = {}): 
         if (!loaded) return null;
         const rows = await readWholeLedger(deps.store, userId);
         const out = replayUser(deps.config, loaded.state, rows, policy, deps.context());
+        await rankChanges(deps, loaded.state, out.state, out.diff);
         const effects = out.effects;
         const writes = effects.ledger.length > 0 || effects.leaderboard.length > 0 || Object.keys(effects.counters).length > 0 || out.state.rules !== loaded.state.rules;
         if (!dryRun && (out.diff.changed || writes)) await deps.commit(userId, loaded, out.state, effects);
