@@ -17,7 +17,7 @@ import { addExact } from './decimal.js';
 import { boardIndexOf, pointsTotalsIndex, updateLeaderboards } from './leaderboards.js';
 import { award, isAdjustment, pointsState } from './points.js';
 import { alignRules, ruleParts } from './rules.js';
-import { adoptState, createStep, localDateIn, own, ownPoints, ownRecord, sealState, type Step } from './step.js';
+import { adoptState, createStep, localDateIn, matchesFilter, own, ownPoints, ownRecord, sealState, type Step } from './step.js';
 import type {
   AdjustmentRow,
   Award,
@@ -92,17 +92,18 @@ export function rebuildUser(cfg: LaurelConfig, userId: string, rows: readonly Le
   const keep = (effects: Effects) => {
     for (const row of effects.ledger) ledger.push(row);
   };
+  /** Creates the user from their current record (a history without a creating input, written before 0.3). */
+  const seed = (u: UserState['user'], at: Date) => {
+    const out = applyIdentify(cfg, null, userInputOf(cfg, userId, { email: u.email, name: u.name, tz: u.tz, attributes: u.attributes }), { now: at, newId });
+    state = out.state;
+    keep(out.effects);
+  };
   const created = (r: LedgerRow) => {
-    // A history without a creating input (written before 0.3) starts from the current user record.
     if (state !== null || !current) return;
     const fields = r.kind === 'user' ? (r.data as UserRowData).user : r.kind === 'metric' ? (r.data as MetricRowData | null)?.user : (r.data as CompletionRowData | null)?.user;
     if (fields !== undefined) return;
     const u = current.user;
-    const seed = userInputOf(cfg, userId, { email: u.email, name: u.name, tz: u.tz, attributes: u.attributes });
-    const at = Date.parse(u.created) <= Date.parse(r.at) ? new Date(u.created) : new Date(r.at);
-    const out = applyIdentify(cfg, null, seed, { now: at, newId });
-    state = out.state;
-    keep(out.effects);
+    seed(u, Date.parse(u.created) <= Date.parse(r.at) ? new Date(u.created) : new Date(r.at));
   };
   for (const r of rows) {
     const ctx: CoreContext = { now: new Date(r.at), newId };
@@ -140,12 +141,7 @@ export function rebuildUser(cfg: LaurelConfig, userId: string, rows: readonly Le
       rejected.push(r);
     }
   }
-  if (state === null && current) {
-    const u = current.user;
-    const out = applyIdentify(cfg, null, userInputOf(cfg, userId, { email: u.email, name: u.name, tz: u.tz, attributes: u.attributes }), { now: new Date(u.created), newId });
-    state = out.state;
-    keep(out.effects);
-  }
+  if (state === null && current) seed(current.user, new Date(current.user.created));
   if (state !== null) {
     const out = applyAccrue(cfg, state, { now, newId });
     state = out.state;
@@ -234,18 +230,12 @@ function backdateAchievements(step: Step, rebuilt: UserState, out: string[]): vo
     for (const system of step.cfg.pointsSystems) {
       for (const t of system.achievementTriggers.get(a.key) ?? []) {
         if (t.type !== 'achievement') continue;
-        if (!matches(t.userAttributes, step.state.user.attributes)) continue;
+        if (!matchesFilter(t.userAttributes, step.state.user.attributes)) continue;
         // A backdated unlock cannot be refused: a blocking trigger is cut at the floor like any other.
         award(step, system, t, t.points, new Date(at), false, true);
       }
     }
   }
-}
-
-function matches(filter: Readonly<Record<string, string>> | undefined, attributes: Readonly<Record<string, string>>): boolean {
-  if (!filter) return true;
-  for (const k in filter) if (own(attributes, k) !== filter[k]) return false;
-  return true;
 }
 
 // ---------------------------------------------------------------------------------------------------------

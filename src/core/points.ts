@@ -121,7 +121,7 @@ function book(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger
 }
 
 /** The highest total a system allows: `maxPoints`, and never above the exact range (2^53 - 1). */
-const ceilingOf = (system: CompiledPointsSystem) => (system.maxPoints === null ? MAX_EXACT : Math.min(system.maxPoints, MAX_EXACT));
+export const ceilingOf = (system: CompiledPointsSystem) => (system.maxPoints === null ? MAX_EXACT : Math.min(system.maxPoints, MAX_EXACT));
 /** The lowest total a system allows: 0, or with `allowNegative` the exact range's lower end. */
 const floorOf = (system: CompiledPointsSystem) => (system.allowNegative ? -MAX_EXACT : 0);
 

@@ -2,15 +2,13 @@
  * The rule fingerprints a state was counted under (`UserState.rules`) and the part of bringing a state in
  * line with a changed configuration that needs no ledger (see evolve.ts for the rest).
  */
-import type { CompiledPointsSystem } from '../config/define.js';
 import type { LaurelConfig } from '../config/define.js';
-import { addExact, MAX_EXACT } from './decimal.js';
+import { addExact } from './decimal.js';
 import { pointsTotalsIndex } from './leaderboards.js';
-import { pointsState, timeGrantsDueNow } from './points.js';
+import { ceilingOf, pointsState, timeGrantsDueNow } from './points.js';
 import { own, ownPoints, type Step } from './step.js';
 import type { AdjustmentRow, UserState } from './types.js';
 
-const ceilingOf = (system: CompiledPointsSystem) => (system.maxPoints === null ? MAX_EXACT : Math.min(system.maxPoints, MAX_EXACT));
 
 /** The parts of a state's `rules` (achievements, streak, points); null for a state from before 0.3. */
 export function ruleParts(rules: string): [string, string, string] | null {

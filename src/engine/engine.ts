@@ -51,7 +51,7 @@ import { checkAttributes, validateEvent, validateText, validateUserId, validateU
 import { createMemoryStore } from '../store/memory.js';
 import type { CommitResult, RankChange, Store, VersionedState } from '../store/types.js';
 import { eventOf, recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
-import { joinEffects, reconcileFromStore, runReplay, type ReplayOptions, type ReplayReport } from './evolution.js';
+import { joinEffects, rankOfValue, reconcileFromStore, runReplay, type ReplayOptions, type ReplayReport } from './evolution.js';
 import { KeyedLock } from './lock.js';
 import { foldSummary, spreadGrants, summaryPeriods, validateSummaryOptions, type DatedTotal, type SummaryOptions, type SummaryRow } from './summaries.js';
 
@@ -450,12 +450,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         await readRanks(index, entry, async () => {
           const before = await store.getEntry(name, state.user.id);
           entry.previousRank = capRank(b, before?.rank);
-          if (entry.value > 0) {
-            // Everyone at or above the new value ranks first (they reached it earlier); the user's own old
-            // entry is not counted.
-            const above = await store.countEntries(name, { min: entry.value });
-            entry.rank = capRank(b, above - (before && before.value >= entry.value ? 1 : 0) + 1);
-          }
+          if (entry.value > 0) entry.rank = capRank(b, await rankOfValue(store, name, entry.value, before));
           entry.threshold = await thresholdOf(b, name);
         });
       }

@@ -9,7 +9,7 @@ import type { CoreContext, Effects, LedgerRow, UserState } from '../core/types.j
 import { validateUserId } from '../core/users.js';
 import { boardIndexOf } from '../core/leaderboards.js';
 import { own } from '../core/step.js';
-import type { CommitResult, Store, VersionedState } from '../store/types.js';
+import type { CommitResult, RankedEntry, Store, VersionedState } from '../store/types.js';
 
 /** Rows per page when a whole ledger is read. */
 const LEDGER_PAGE = 1000;
@@ -113,6 +113,15 @@ export function addToReplaySummary(s: ReplayReport['summary'], diff: ReplayDiff)
 }
 
 /**
+ * The rank `value` would take in an index as it stands: everyone at or above it ranks first (they reached it
+ * earlier), the user's own entry `mine` (if in this index) not counted.
+ */
+export async function rankOfValue(store: Store, index: string, value: number, mine: RankedEntry | null): Promise<number> {
+  const above = await store.countEntries(index, { min: value });
+  return above - (mine && mine.value >= value ? 1 : 0) + 1;
+}
+
+/**
  * Fills the ranks of a diff's boards: the user's rank before, and the rank the new value takes against the
  * board as it stands now (everyone at or above it ranks first, the user's own old entry not counted; null
  * beyond `maxParticipants`), read before anything is committed, the same way in a dry run and a real one.
@@ -130,8 +139,7 @@ async function rankChanges(deps: ReplayDeps, before: UserState, after: UserState
     if (now && now.value > 0) {
       const index = boardIndexOf(board, now.run, now.group);
       const mine = was && was.run === now.run && was.group === now.group ? prior : null;
-      const above = await deps.store.countEntries(index, { min: now.value });
-      change.rankAfter = cap(above - (mine && mine.value >= now.value ? 1 : 0) + 1);
+      change.rankAfter = cap(await rankOfValue(deps.store, index, now.value, mine));
     }
   }
 }
