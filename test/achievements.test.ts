@@ -123,12 +123,13 @@ describe('achievements (semantics 4)', () => {
     expect(list.find((a) => a.key === 'all-rounder')).toMatchObject({ trigger: 'achievement', achievementIds: [config.achievements[5]?.id, config.achievements[0]?.id], completions: 0, rarity: 0 });
   });
 
-  it('getUserMetrics lists totals with the metric achievements completed', async () => {
+  it("getUserMetrics lists totals with all of the metric's achievements, completed or not", async () => {
     const t = setup(config);
     await t.engine.recordEvent('lessons', { user, value: 2 });
     const [m] = await t.engine.getUserMetrics('u1');
     expect(m).toMatchObject({ key: 'lessons', current: 2 });
-    expect(keys(m?.achievements ?? [])).toEqual(['first-lesson']);
+    expect(m?.achievements.filter((a) => a.achievedAt !== null).map((a) => a.key)).toEqual(['first-lesson']);
+    expect(m?.achievements.filter((a) => a.achievedAt === null).every((a) => a.progress !== undefined)).toBe(true);
     expect(await t.engine.getUserMetric('u1', 'lessons')).toEqual(m);
   });
 });

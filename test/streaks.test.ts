@@ -66,14 +66,14 @@ describe('daily streaks (semantics 5)', () => {
     }
     // Qualified 5th, 6th, 7th; missed 8th; qualified 9th, 10th.
     const s = await t.engine.getStreak('u1', { historyPeriods: 7 });
-    expect(s.streakHistory.map((h) => [h.periodStart, h.length, h.usedFreeze])).toEqual([
-      ['2026-01-04', 0, false],
-      ['2026-01-05', 1, false],
-      ['2026-01-06', 2, false],
-      ['2026-01-07', 3, false],
-      ['2026-01-08', 0, false],
-      ['2026-01-09', 1, false],
-      ['2026-01-10', 2, false],
+    expect(s.streakHistory.map((h) => [h.periodStart, h.length])).toEqual([
+      ['2026-01-04', 0],
+      ['2026-01-05', 1],
+      ['2026-01-06', 2],
+      ['2026-01-07', 3],
+      ['2026-01-08', 0],
+      ['2026-01-09', 1],
+      ['2026-01-10', 2],
     ]);
     expect(s.extended).toBe('2026-01-10T10:00:00.000Z');
     expect((await t.engine.getStreak('u1')).streakHistory).toHaveLength(7);

@@ -217,6 +217,8 @@ function ruleFingerprints(achievements: readonly CompiledAchievement[], streak: 
       .map((x) => [
         x.key,
         x.trigger,
+        // Only a status other than `active` counts, so that configurations written before statuses keep their fingerprint.
+        ...(x.status === 'active' ? [] : [x.status]),
         x.trigger === 'metric' ? [x.metricKey, x.metricValue, sortedEntries(x.eventAttributes)] : x.trigger === 'streak' ? x.streakLength : x.trigger === 'achievement' ? [...x.achievementKeys].sort() : null,
         sortedEntries(x.userAttributes),
       ]),

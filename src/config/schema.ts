@@ -25,6 +25,7 @@ const name = () => text().min(1);
 // Zone names match in any letter case; the compiled configuration holds the canonical IANA name.
 const timeZoneSchema = z.string().refine(isValidTimeZone, { message: 'must be a known IANA time zone name' }).transform((tz) => canonicalTimeZone(tz) as string);
 const dateSchema = z.string().refine(isValidLocalDate, 'must be a date in YYYY-MM-DD form');
+const timeOfDaySchema = z.string().regex(/^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$/, 'must be a time of day in HH:mm or HH:mm:ss form');
 const attributeFilter = z.record(z.string(), text()).optional();
 const positive = z.number().finite().positive();
 const points = z
@@ -45,6 +46,9 @@ const achievementBase = {
   description: nullableText,
   badgeUrl: nullableText,
   userAttributes: attributeFilter,
+  // The hosted service's statuses: `inactive` is not unlockable and not listed; `locked` unlocks for nobody
+  // new and is shown only to the users who hold it.
+  status: z.enum(['active', 'inactive', 'locked']).default('active'),
 };
 
 export const achievementSchema = z.discriminatedUnion('trigger', [
@@ -138,8 +142,14 @@ export const leaderboardSchema = z
     // Bounded so that every run of a board starting in the supported date range ends inside it.
     runInterval: z.number().int().min(1).max(1000).optional(),
     maxParticipants: z.number().int().min(1).default(1000),
+    // Without a zone, runs follow each user's own calendar (docs/rules.md, section 7).
     timeZone: timeZoneSchema.optional(),
     breakdownAttributes: z.array(keySchema).default([]),
+    // A daily window of local time (at or after startTime, before endTime; overnight when startTime is later).
+    startTime: timeOfDaySchema.optional(),
+    endTime: timeOfDaySchema.optional(),
+    // `inactive`: not tracked, not listed unless asked (the hosted service's statuses).
+    status: z.enum(['active', 'inactive']).default('active'),
   })
   .strict();
 

@@ -61,7 +61,15 @@ function unlock(step: Step, a: CompiledAchievement): void {
   step.effects.counters[`achievement:${a.key}`] = (step.effects.counters[`achievement:${a.key}`] ?? 0) + 1;
 }
 
-const available = (step: Step, a: CompiledAchievement) => own(step.state.achievements, a.key) === undefined && matchesFilter(a.userAttributes, step.state.user.attributes);
+const available = (step: Step, a: CompiledAchievement) => a.status === 'active' && own(step.state.achievements, a.key) === undefined && matchesFilter(a.userAttributes, step.state.user.attributes);
+
+/**
+ * Whether a user's lists show an achievement: never an `inactive` one, a `locked` one only to a user who
+ * holds it (the hosted service's statuses).
+ */
+export function listedFor(a: CompiledAchievement, state: UserState | null): boolean {
+  return a.status === 'active' || (a.status === 'locked' && own(state?.achievements, a.key) !== undefined);
+}
 
 /** Updates filtered progress for the event's metric and unlocks what it reaches. */
 export function recordAchievementProgress(step: Step, metricKey: string, value: number, attributes: Record<string, string> | undefined): void {

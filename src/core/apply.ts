@@ -264,6 +264,7 @@ export function applyCompletion(cfg: LaurelConfig, priorInput: UserState | null 
   validateUserInput(cfg, user);
   if (achievement.trigger !== 'api') throw new ValidationError(`Achievement "${achievement.key}" has trigger "${achievement.trigger}" and cannot be completed through the API.`);
   const done = own(prior?.achievements, achievement.key);
+  if (achievement.status !== 'active' && !done) throw new ValidationError(`Achievement "${achievement.key}" is ${achievement.status} and cannot be completed.`);
   if (prior && done) {
     return {
       state: prior,

@@ -342,7 +342,8 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
     } else if (was && now && take && was.achievedAt !== now.achievedAt) {
       // Recomputed: the instant the condition was first met under the current rules.
       achievements[a.key] = { achievedAt: now.achievedAt, completionId: was.completionId };
-    } else if (was && !now && take) {
+    } else if (was && !now && take && a.status === 'active') {
+      // An inactive or locked achievement unlocks for nobody now, so a recount cannot earn it: holders keep it.
       delete achievements[a.key];
       lost.push(a.key);
       step.effects.counters[`achievement:${a.key}`] = (step.effects.counters[`achievement:${a.key}`] ?? 0) - 1;

@@ -162,11 +162,17 @@ export function eventStreak(step: Step): EventStreak {
   return view;
 }
 
+/** When the streak was last extended, or null while it is not active (length 0), as the hosted service reads it. */
+export function extendedAt(state: UserState): string | null {
+  return (state.streak?.length ?? 0) > 0 ? (state.streak?.lastExtendedAt ?? null) : null;
+}
+
 export interface StreakHistoryEntry {
   periodStart: LocalDate;
   periodEnd: LocalDate;
   length: number;
-  usedFreeze: boolean;
+  /** Present only when the configuration has streak freezes (the hosted service's rule). */
+  usedFreeze?: boolean;
 }
 
 /**
@@ -188,10 +194,10 @@ export function streakHistory(cfg: LaurelConfig, state: UserState, today: LocalD
   for (let i = periods - 1; i >= 0; i--) {
     const p = shiftPeriod(current, -i, sc.frequency);
     const row = byPeriod.get(p);
-    const entry: StreakHistoryEntry = { periodStart: p, periodEnd: periodEndOf(p, sc.frequency), length: 0, usedFreeze: false };
+    const entry: StreakHistoryEntry = { periodStart: p, periodEnd: periodEndOf(p, sc.frequency), length: 0 };
+    if (sc.freezes) entry.usedFreeze = row?.usedFreeze ?? false;
     if (row) {
       entry.length = row.length;
-      entry.usedFreeze = row.usedFreeze;
     } else if (i === 0 && alive && s) {
       entry.length = s.length;
     }

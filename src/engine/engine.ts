@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { AchievementKeyOf, CompiledLeaderboard, LaurelConfig, LeaderboardKeyOf, MetricKeyOf, PointsKeyOf } from '../config/define.js';
 import { ConflictError, isLaurelErrorCode, NotFoundError, ValidationError } from '../errors.js';
 import { guardStore } from './guard.js';
-import { achievementProgress, achievementView, userAchievementView } from '../core/achievements.js';
+import { achievementProgress, achievementView, listedFor, userAchievementView } from '../core/achievements.js';
 import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkConfig, checkInstant, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
 import { isValidLocalDate, localDateOf } from '../core/calendar.js';
 import {
@@ -21,7 +21,7 @@ import {
   runOf,
 } from '../core/leaderboards.js';
 import { awardOfRow, isAdjustment, levelFor, levelView, systemView, triggerView } from '../core/points.js';
-import { historyWindowStart, streakHistory, streakView, type StreakHistoryEntry } from '../core/streaks.js';
+import { extendedAt, historyWindowStart, streakHistory, streakView, type StreakHistoryEntry } from '../core/streaks.js';
 import type {
   AchievementView,
   Award,
@@ -46,7 +46,7 @@ import type {
   UserState,
 } from '../core/types.js';
 import { needsReconcile } from '../core/rules.js';
-import { own } from '../core/step.js';
+import { matchesFilter, own } from '../core/step.js';
 import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
 import { createMemoryStore } from '../store/memory.js';
 import type { CommitResult, RankChange, Store, VersionedState } from '../store/types.js';
@@ -548,6 +548,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const view = (await viewOf(state, context())).state;
       const out: UserAchievement[] = [];
       for (const a of config.achievements) {
+        if (!listedFor(a, view)) continue;
         const done = own(view.achievements, a.key);
         if (done) out.push(userAchievementView(a, view));
         else if (opts.includeIncomplete) out.push({ ...userAchievementView(a, view), progress: achievementProgress(config, a, view) });
@@ -555,11 +556,19 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       return out;
     },
 
-    /** Every configured achievement with its number of completions and rarity (percent of users). */
-    async listAchievements(): Promise<AchievementStats[]> {
-      const counters = await store.getCounters(['users', ...config.achievements.map((a) => `achievement:${a.key}`)]);
+    /**
+     * Every achievement a user can unlock, with its number of completions and rarity (percent of users):
+     * `inactive` and `locked` ones are left out; with `userAttributes`, so is every achievement whose
+     * attribute filter a user with those attributes does not meet. `includeUnavailable: true` lists every
+     * configured achievement (for stats of a locked one its holders still see).
+     */
+    async listAchievements(opts: { userAttributes?: Record<string, string>; includeUnavailable?: boolean } = {}): Promise<AchievementStats[]> {
+      const attributes = (opts ?? {}).userAttributes;
+      if (attributes !== undefined && attributes !== null) checkAttributes(attributes, config.index.userAttributes, ['userAttributes']);
+      const listed = config.achievements.filter((a) => (a.status === 'active' || opts?.includeUnavailable === true) && (!attributes || matchesFilter(a.userAttributes, attributes)));
+      const counters = await store.getCounters(['users', ...listed.map((a) => `achievement:${a.key}`)]);
       const users = counters.users ?? 0;
-      return config.achievements.map((a) => {
+      return listed.map((a) => {
         const completions = counters[`achievement:${a.key}`] ?? 0;
         return { ...achievementView(a), completions, rarity: users > 0 ? Math.round((completions / users) * 10_000) / 100 : 0 };
       });
@@ -577,7 +586,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const rows = [...stored, ...view.effects.ledger.filter((r) => r.kind === 'streak')].map((r) => r.data as StreakPeriodRow);
       return {
         ...streakView(config, view.state, view.today),
-        extended: view.state.streak?.lastExtendedAt ?? null,
+        extended: extendedAt(view.state),
         streakHistory: streakHistory(config, view.state, view.today, periods, rows),
       };
     },
@@ -593,7 +602,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
           .filter((l): l is VersionedState => l !== null)
           .map(async (l) => {
             const v = (await viewOf(l.state, ctx)).state;
-            return { userId: v.user.id, streakLength: v.streak?.length ?? 0, extended: v.streak?.lastExtendedAt ?? null };
+            return { userId: v.user.id, streakLength: v.streak?.length ?? 0, extended: extendedAt(v) };
           }),
       );
       return rows.sort((a, b) => b.streakLength - a.streakLength || (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
@@ -779,7 +788,9 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       key: metric.key,
       name: metric.name,
       current: Number(own(state.metrics, metricKey) ?? 0),
-      achievements: (config.index.achievementsByMetric.get(metricKey) ?? []).filter((a) => own(state.achievements, a.key)).map((a) => userAchievementView(a, state)),
+      achievements: (config.index.achievementsByMetric.get(metricKey) ?? [])
+        .filter((a) => listedFor(a, state))
+        .map((a) => (own(state.achievements, a.key) ? userAchievementView(a, state) : { ...userAchievementView(a, state), progress: achievementProgress(config, a, state) })),
     };
   }
 

@@ -196,7 +196,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       run: async ({ params, url }) => {
         const mine = await e.getUserAchievements(params.id as string, { includeIncomplete: url.searchParams.get('includeIncomplete') === 'true' });
         // The hosted API's user achievements carry each achievement's completions and rarity too.
-        const stats = new Map((await e.listAchievements()).map((a) => [a.key, a]));
+        const stats = new Map((await e.listAchievements({ includeUnavailable: true })).map((a) => [a.key, a]));
         return json(200, mine.map((a) => ({ ...a, completions: stats.get(a.key)?.completions ?? 0, rarity: stats.get(a.key)?.rarity ?? 0 })));
       },
     },
@@ -227,7 +227,14 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
         return json(200, { ...board, history: board.history.map((h) => ({ ...h, timestamp: `${h.date}T00:00:00.000Z` })) });
       },
     },
-    { method: 'GET', pattern: ['achievements'], run: async () => json(200, await e.listAchievements()) },
+    {
+      method: 'GET',
+      pattern: ['achievements'],
+      run: async ({ url }) => {
+        const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
+        return json(200, await e.listAchievements(userAttributes ? { userAttributes } : {}));
+      },
+    },
     { method: 'POST', pattern: ['achievements', ':key', 'complete'], run: async ({ params, body }) => json(201, await e.completeAchievement(params.key as string, { user: userInput(((await body()).user ?? null) as Record<string, unknown>) })) },
     {
       method: 'GET',
