@@ -9,6 +9,17 @@ import { onEachStore, setupOn } from './stores.js';
 
 const DAY = 86_400_000;
 
+type Achievements = NonNullable<ConfigInput['achievements']>;
+
+const achievements: Achievements = [
+  { key: 'one', name: 'One', trigger: 'metric', metricKey: 'lessons', metricValue: 1 },
+  { key: 'five', name: 'Five', trigger: 'metric', metricKey: 'lessons', metricValue: 5 },
+  { key: 'pro-ten', name: 'Pro ten', trigger: 'metric', metricKey: 'lessons', metricValue: 10, userAttributes: { plan: 'pro' } },
+  { key: 'pro-uk', name: 'Pro UK', trigger: 'api', userAttributes: { plan: 'pro', country: 'uk' } },
+  { key: 'hundred-words', name: 'Hundred words', trigger: 'metric', metricKey: 'words', metricValue: 100 },
+  { key: 'handshake', name: 'Handshake', trigger: 'api' },
+];
+
 const base = {
   metrics: [
     { key: 'lessons', name: 'Lessons' },
@@ -18,21 +29,11 @@ const base = {
     { key: 'plan', name: 'Plan', type: 'user' as const },
     { key: 'country', name: 'Country', type: 'user' as const },
   ],
-  achievements: [
-    { key: 'one', name: 'One', trigger: 'metric' as const, metricKey: 'lessons', metricValue: 1 },
-    { key: 'five', name: 'Five', trigger: 'metric' as const, metricKey: 'lessons', metricValue: 5 },
-    { key: 'pro-ten', name: 'Pro ten', trigger: 'metric' as const, metricKey: 'lessons', metricValue: 10, userAttributes: { plan: 'pro' } },
-    { key: 'pro-uk', name: 'Pro UK', trigger: 'api' as const, userAttributes: { plan: 'pro', country: 'uk' } },
-    { key: 'hundred-words', name: 'Hundred words', trigger: 'metric' as const, metricKey: 'words', metricValue: 100 },
-    { key: 'handshake', name: 'Handshake', trigger: 'api' as const },
-  ],
 } satisfies ConfigInput;
-
-type AchievementInput = (typeof base.achievements)[number];
 
 /** The base configuration with some achievements' statuses set. */
 function withStatus(statuses: Record<string, 'active' | 'inactive' | 'locked'>) {
-  return defineConfig({ ...base, achievements: base.achievements.map((a): AchievementInput & { status?: 'active' | 'inactive' | 'locked' } => (statuses[a.key] ? { ...a, status: statuses[a.key] } : a)) });
+  return defineConfig({ ...base, achievements: achievements.map((a) => (statuses[a.key] ? { ...a, status: statuses[a.key] } : a)) as Achievements });
 }
 
 const keys = (list: readonly { key: string }[]) => list.map((a) => a.key);
