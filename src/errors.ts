@@ -10,6 +10,7 @@ export type LaurelErrorCode =
   | 'NOT_FOUND'
   | 'CONFLICT'
   | 'INSUFFICIENT_POINTS'
+  | 'NO_LEVELS'
   | 'CONFIG'
   | 'UNAUTHORIZED'
   | 'STORAGE_UNAVAILABLE';
@@ -108,6 +109,15 @@ export class InsufficientPointsError extends LaurelError {
     this.pointsSystemKey = pointsSystemKey;
     this.total = total;
     this.required = required;
+  }
+}
+
+/** A level summary was asked of a points system that has no levels (the hosted service answers 422). */
+export class NoLevelsError extends LaurelError {
+  readonly pointsSystemKey: string;
+  constructor(pointsSystemKey: string) {
+    super('NO_LEVELS', 422, `Points system "${pointsSystemKey}" has no levels.`);
+    this.pointsSystemKey = pointsSystemKey;
   }
 }
 

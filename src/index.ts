@@ -18,6 +18,7 @@ export {
   NotFoundError,
   ConflictError,
   InsufficientPointsError,
+  NoLevelsError,
   ConfigError,
   UnauthorizedError,
   StorageUnavailableError,
@@ -27,6 +28,7 @@ export {
 export { compareEntries } from './store/ordered-index.js';
 export { rebuildRankIndex, withRankIndex } from './store/rank-index.js';
 export { boardIndex, pointsTotalsIndex } from './core/leaderboards.js';
+export { attributeTotalsIndex } from './core/totals.js';
 export { addDecimal, addExact, compareDecimal, decimalOf } from './core/decimal.js';
 export { awardOfRow } from './core/points.js';
 
@@ -70,6 +72,9 @@ export type {
   MetricRowData,
   UserRowData,
   CompletionRowData,
+  OperationInput,
+  OperationRowData,
+  StreakPause,
   UserFields,
   LevelView,
   PointsSystemView,
@@ -97,7 +102,11 @@ export type {
   Ranking,
   UserLeaderboard,
   BoardStatus,
+  OperationOptions,
+  Replayable,
 } from './engine/engine.js';
+export { applyOperation, MAX_PAUSE_DAYS, MAX_PAUSES } from './core/operations.js';
+export type { DeletePauseResult, GrantFreezesResult, OperationResult, PauseStreakResult, RestoreStreakResult, StreakOperationResult } from './core/operations.js';
 export type { Aggregation, SummaryOptions, SummaryRow } from './engine/summaries.js';
 export type { Store, BatchCommitOutcome, Commit, CommitResult, EventLoad, IdempotencyLookup, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, VersionedState } from './store/types.js';
 export type { BatchEvent, BatchEventResult } from './engine/batch.js';

@@ -141,7 +141,7 @@ async function perform(engine: Engine, o: Op): Promise<unknown> {
         case 7:
           return engine.listAchievements();
         case 8:
-          return Promise.all([engine.getLevelSummary('toString'), engine.getPointsHistogram('energy')]);
+          return Promise.all([engine.getLevelSummary('toString'), engine.getPointsHistogram('energy'), engine.getPointsHistogram('toString', { userAttributes: { valueOf: 'pro' } })]);
         case 9:
           return engine.getPointsEventSummary(o.user, 'energy', { aggregation: 'daily', startDate: '2026-01-04', endDate: '2026-01-20' });
         case 10:

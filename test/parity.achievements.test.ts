@@ -137,15 +137,15 @@ onEachStore('streak reads', (kind) => {
       const history = (await t.engine.getStreak('u1', { historyPeriods: 3 })).streakHistory;
       if (freezes) {
         expect(history).toEqual([
-          { periodStart: '2026-03-02', periodEnd: '2026-03-02', length: 1, usedFreeze: false },
-          { periodStart: '2026-03-03', periodEnd: '2026-03-03', length: 1, usedFreeze: true },
-          { periodStart: '2026-03-04', periodEnd: '2026-03-04', length: 2, usedFreeze: false },
+          { periodStart: '2026-03-02', periodEnd: '2026-03-02', length: 1, usedFreeze: false, usedPause: false },
+          { periodStart: '2026-03-03', periodEnd: '2026-03-03', length: 1, usedFreeze: true, usedPause: false },
+          { periodStart: '2026-03-04', periodEnd: '2026-03-04', length: 2, usedFreeze: false, usedPause: false },
         ]);
       } else {
         expect(history).toEqual([
-          { periodStart: '2026-03-02', periodEnd: '2026-03-02', length: 1 },
-          { periodStart: '2026-03-03', periodEnd: '2026-03-03', length: 0 },
-          { periodStart: '2026-03-04', periodEnd: '2026-03-04', length: 1 },
+          { periodStart: '2026-03-02', periodEnd: '2026-03-02', length: 1, usedPause: false },
+          { periodStart: '2026-03-03', periodEnd: '2026-03-03', length: 0, usedPause: false },
+          { periodStart: '2026-03-04', periodEnd: '2026-03-04', length: 1, usedPause: false },
         ]);
         for (const h of history) expect(Object.hasOwn(h, 'usedFreeze')).toBe(false);
       }

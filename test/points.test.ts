@@ -320,9 +320,12 @@ describe('reads', () => {
     expect((await t.engine.getLevelSummary('xp')).map((l) => [l.level.key, l.users])).toEqual([['bronze', 1], ['silver', 1], ['gold', 2]]);
     const histogram = await t.engine.getPointsHistogram('xp');
     expect(histogram).toHaveLength(11);
-    expect(histogram[0]).toEqual({ from: 0, to: 91, users: 1 });
+    // The service's buckets: 0-0, then ten ranges up to 1005 rounded up to a power of ten (parity.points.test.ts).
+    expect(histogram[0]).toEqual({ from: 0, to: 0, users: 0 });
+    expect(histogram[1]).toEqual({ from: 1, to: 1000, users: 3 });
+    expect(histogram[2]).toEqual({ from: 1001, to: 2000, users: 1 });
     expect(histogram.reduce((s, b) => s + b.users, 0)).toBe(4);
-    expect(histogram[10]).toMatchObject({ users: 1 });
+    expect(histogram[10]).toEqual({ from: 9001, to: 10000, users: 0 });
     const system = await t.engine.getPointsSystem('xp');
     expect(system.triggers).toHaveLength(5);
   });

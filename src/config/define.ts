@@ -132,13 +132,21 @@ export interface CompiledPointsSystem {
 }
 
 export type CompiledLeaderboard = Readonly<
-  Omit<LeaderboardConfig, 'description' | 'end' | 'runUnit' | 'runInterval' | 'timeZone'> & {
+  Omit<LeaderboardConfig, 'description' | 'end' | 'runUnit' | 'runInterval' | 'timeZone' | 'startTime' | 'endTime'> & {
     id: string;
     description: string | null;
     end: string | null;
     runUnit: 'day' | 'month' | 'year' | null;
     runInterval: number | null;
-    timeZone: string;
+    /** The board's one zone, or null: runs follow each user's own zone (docs/rules.md, section 7). */
+    timeZone: string | null;
+    startTime: string | null;
+    endTime: string | null;
+    /**
+     * The daily window of `startTime`/`endTime` in milliseconds since local midnight (`to` exclusive; `from`
+     * after `to`: overnight), or null when the board has no time restriction.
+     */
+    timeWindow: { readonly from: number; readonly to: number } | null;
     metricName?: string;
     pointsSystemName?: string;
   }
@@ -191,7 +199,10 @@ export interface RuleFingerprints {
   readonly achievements: string;
   /** What makes a streak: frequency, qualifying metrics and mode, week start, and the default zone. */
   readonly streak: string;
-  /** What bounds points: each system's `maxPoints` and the set of its time triggers. */
+  /**
+   * What bounds points: each system's `maxPoints` and the set of its time triggers; and the declared user
+   * attributes, whose totals indexes (`attributeTotalsIndex`) a state is aligned with.
+   */
   readonly points: string;
   /** The three, as a state records them: `achievements.streak.points`. */
   readonly all: string;
@@ -210,7 +221,7 @@ function fingerprint(value: unknown): string {
 
 const sortedEntries = (r: Readonly<Record<string, string>> | undefined) => Object.entries(r ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 
-function ruleFingerprints(achievements: readonly CompiledAchievement[], streak: CompiledStreak | null, systems: readonly CompiledPointsSystem[], timeZone: string, weekStartsOn: WeekStart): RuleFingerprints {
+function ruleFingerprints(achievements: readonly CompiledAchievement[], streak: CompiledStreak | null, systems: readonly CompiledPointsSystem[], timeZone: string, weekStartsOn: WeekStart, userAttributes: readonly string[] = []): RuleFingerprints {
   const a = fingerprint(
     [...achievements]
       .sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0))
@@ -224,7 +235,9 @@ function ruleFingerprints(achievements: readonly CompiledAchievement[], streak: 
       ]),
   );
   const s = fingerprint(streak ? [streak.frequency, streak.metrics, streak.mode, weekStartsOn, timeZone] : null);
-  const p = fingerprint([...systems].sort((x, y) => (x.key < y.key ? -1 : 1)).map((x) => [x.key, x.maxPoints, x.timeTriggers.map((t) => t.id).sort()]));
+  // The attribute part (with its marker) makes a state written before the attribute totals indexes, or before
+  // an attribute was declared again, write its totals into them at its next call (or replay).
+  const p = fingerprint([[...systems].sort((x, y) => (x.key < y.key ? -1 : 1)).map((x) => [x.key, x.maxPoints, x.timeTriggers.map((t) => t.id).sort()]), ['attribute-totals', [...userAttributes].sort()]]);
   return { achievements: a, streak: s, points: p, all: `${a}.${s}.${p}` };
 }
 
@@ -376,6 +389,8 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
   });
   const pointsByKey = new Map(pointsSystems.map((p) => [p.key, p]));
 
+  /** `HH:mm` or `HH:mm:ss` as milliseconds since midnight. */
+  const msOfDay = (t: string) => (Number(t.slice(0, 2)) * 3600 + Number(t.slice(3, 5)) * 60 + (t.length > 5 ? Number(t.slice(6, 8)) : 0)) * 1000;
   const leaderboards: CompiledLeaderboard[] = cfg.leaderboards.map((lb) => {
     const runUnit = lb.runUnit ?? null;
     return {
@@ -385,7 +400,10 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
       end: lb.end ?? null,
       runUnit,
       runInterval: runUnit ? (lb.runInterval ?? 1) : null,
-      timeZone: lb.timeZone ?? cfg.timeZone,
+      timeZone: lb.timeZone ?? null,
+      startTime: lb.startTime ?? null,
+      endTime: lb.endTime ?? null,
+      timeWindow: lb.startTime === undefined && lb.endTime === undefined ? null : { from: msOfDay(lb.startTime ?? '00:00'), to: lb.endTime === undefined ? 86_400_000 : msOfDay(lb.endTime) },
       ...(lb.metricKey ? { metricName: metricsByKey.get(lb.metricKey)?.name } : {}),
       ...(lb.pointsSystemKey ? { pointsSystemName: pointsByKey.get(lb.pointsSystemKey)?.name } : {}),
     } as CompiledLeaderboard;
@@ -422,12 +440,13 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
       streakAchievements: achievements.filter((a) => a.trigger === 'streak'),
       compositeAchievements: dependencyOrder(achievements.filter((a) => a.trigger === 'achievement'), achievementsByKey),
       gatedMetricAchievements: achievements.filter((a) => a.trigger === 'metric' && Object.keys(a.userAttributes).length > 0),
+      // Inactive boards are not tracked: no event reaches them.
       leaderboardsBySource: groupBy(leaderboards, (l) =>
-        l.rankBy === 'metric' ? `metric:${l.metricKey}` : l.rankBy === 'points' ? `points:${l.pointsSystemKey}` : 'streak',
+        l.status === 'inactive' ? undefined : l.rankBy === 'metric' ? `metric:${l.metricKey}` : l.rankBy === 'points' ? `points:${l.pointsSystemKey}` : 'streak',
       ),
       hasTimeTriggers: pointsSystems.some((p) => p.timeTriggers.length > 0),
     },
-    rules: ruleFingerprints(achievements, streak, pointsSystems, cfg.timeZone, cfg.weekStartsOn),
+    rules: ruleFingerprints(achievements, streak, pointsSystems, cfg.timeZone, cfg.weekStartsOn, attributes.filter((a) => a.type === 'user').map((a) => a.key)),
   };
   return deepFreeze(compiled);
 }

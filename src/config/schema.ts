@@ -91,8 +91,10 @@ export const pointsTriggerSchema = z.discriminatedUnion('type', [
   }).strict(),
   z.object({ ...triggerBase, type: z.literal('streak'), streakLengthThreshold: z.number().int().min(1), userAttributes: attributeFilter, blockIfOutOfPoints: z.boolean().optional() }).strict(),
   z.object({ ...triggerBase, type: z.literal('achievement'), achievementKey: keySchema, userAttributes: attributeFilter, blockIfOutOfPoints: z.boolean().optional() }).strict(),
-  z.object({ ...triggerBase, type: z.literal('user_creation') }).strict(),
-  z.object({ ...triggerBase, type: z.literal('time'), timeUnit: z.enum(['hour', 'day']), timeInterval: z.number().int().min(1) }).strict(),
+  // A user_creation trigger pays only a user who has the attributes at creation; a filtered time trigger pays
+  // only the grants that fall due while the user has them (docs/rules.md, points).
+  z.object({ ...triggerBase, type: z.literal('user_creation'), userAttributes: attributeFilter }).strict(),
+  z.object({ ...triggerBase, type: z.literal('time'), timeUnit: z.enum(['hour', 'day']), timeInterval: z.number().int().min(1), userAttributes: attributeFilter }).strict(),
 ]);
 
 export const levelSchema = z
@@ -280,7 +282,13 @@ export const configSchema = z
       if (lb.rankBy === 'streak') {
         if (!cfg.streak) issue([...path, 'rankBy'], 'a streak leaderboard needs a `streak` configuration');
         if (lb.runUnit) issue([...path, 'runUnit'], 'streak leaderboards cannot repeat');
+        // A streak board ranks the streak's length, which no time of day limits.
+        if (lb.startTime !== undefined) issue([...path, 'startTime'], 'streak leaderboards rank the streak length: time restrictions do not apply');
+        if (lb.endTime !== undefined) issue([...path, 'endTime'], 'streak leaderboards rank the streak length: time restrictions do not apply');
       }
+      // An empty window (equal times; a lone endTime of 00:00, startTime being 00:00 then) is a mistake.
+      const seconds = (t: string) => (t.length === 5 ? `${t}:00` : t);
+      if (lb.endTime !== undefined && seconds(lb.endTime) === seconds(lb.startTime ?? '00:00')) issue([...path, 'endTime'], 'must differ from startTime (00:00 when unset): the window would be empty');
       if (lb.end && lb.end < lb.start) issue([...path, 'end'], 'must not be before start');
       if (lb.runInterval !== undefined && !lb.runUnit) issue([...path, 'runInterval'], 'needs a runUnit');
       lb.breakdownAttributes.forEach((k, j) => {

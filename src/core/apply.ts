@@ -68,7 +68,7 @@ export function checkCall(cfg: LaurelConfig, ctx: CoreContext): void {
 }
 
 /** Starts a call: adopts or creates the user's state, applies the upsert, and brings lazy parts up to now. */
-function begin(cfg: LaurelConfig, priorInput: UserState | null | undefined, user: UserInput | null, ctx: CoreContext): Step {
+export function begin(cfg: LaurelConfig, priorInput: UserState | null | undefined, user: UserInput | null, ctx: CoreContext): Step {
   checkCall(cfg, ctx);
   // A prior state read from a Map or a store that has no entry is `undefined`: a new user, like null.
   const prior = priorInput ?? null;
@@ -96,7 +96,7 @@ function begin(cfg: LaurelConfig, priorInput: UserState | null | undefined, user
 }
 
 /** Settles achievements, pays their and the streak's triggers, and updates leaderboards. */
-function finish(step: Step, metricKey: string | null, value: number, attributes: Record<string, string> | undefined) {
+export function finish(step: Step, metricKey: string | null, value: number, attributes: Record<string, string> | undefined) {
   settleAchievements(step);
   for (const system of step.cfg.pointsSystems) {
     if (metricKey !== null) awardMetricTriggers(step, system, metricKey, value, attributes);

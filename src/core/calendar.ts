@@ -257,6 +257,17 @@ export function localDateOf(instant: Date | number, tz: string): LocalDate {
   return dateOfDayNumber(Math.floor(wallClockOf(ms, zone) / MS_PER_DAY));
 }
 
+/**
+ * The local wall-clock time of day of an instant in a zone, in milliseconds since local midnight
+ * (0 ..< 86 400 000): what a clock on the wall reads, so on DST days 03:00 may come 2 or 4 hours after the
+ * day began. RangeError for an unknown zone.
+ */
+export function localTimeOfDay(instant: Date | number, tz: string): number {
+  const ms = typeof instant === 'number' ? instant : instant.getTime();
+  const wall = wallClockOf(ms, zoneFor(tz));
+  return wall - Math.floor(wall / MS_PER_DAY) * MS_PER_DAY;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Local dates to instants
 

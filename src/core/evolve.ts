@@ -17,6 +17,7 @@ import { addExact } from './decimal.js';
 import { boardIndexOf, pointsTotalsIndex, updateLeaderboards } from './leaderboards.js';
 import { award, isAdjustment, pointsState } from './points.js';
 import { alignRules, ruleParts } from './rules.js';
+import { attributesMoved, pushAttributeTotals } from './totals.js';
 import { adoptState, createStep, localDateIn, matchesFilter, own, ownPoints, ownRecord, sealState, type Step } from './step.js';
 import type {
   AdjustmentRow,
@@ -30,6 +31,8 @@ import type {
   LeaderboardWrite,
   LedgerRow,
   MetricRowData,
+  OperationInput,
+  OperationRowData,
   StreakPeriodRow,
   UserFields,
   UserInput,
@@ -37,6 +40,7 @@ import type {
   UserState,
 } from './types.js';
 import { validateEvent, validateUserInput } from './users.js';
+import { applyOperation } from './operations.js';
 
 // ---------------------------------------------------------------------------------------------------------
 // Rebuild: a user's history applied again from nothing under the current configuration
@@ -125,6 +129,14 @@ export function rebuildUser(cfg: LaurelConfig, userId: string, rows: readonly Le
         const out = applyValidatedEvent(cfg, state, event, ctx);
         state = out.state;
         keep(out.effects);
+      } else if (r.kind === 'operation') {
+        if (state === null) continue;
+        const { result, ...op } = r.data as OperationRowData;
+        // A pause keeps the id it was given, which a later deletePause row names.
+        const pauseId = op.op === 'pauseStreak' ? (result as { pause?: { id?: unknown } } | undefined)?.pause?.id : undefined;
+        const out = applyOperation(cfg, state, typeof pauseId === 'string' ? { ...op, id: pauseId } as OperationInput : op, ctx);
+        state = out.state;
+        keep(out.effects);
       } else if (r.kind === 'achievement') {
         const achievement = cfg.index.achievements.get(r.key);
         if (!achievement || achievement.trigger !== 'api') continue;
@@ -205,13 +217,13 @@ function replaceStreak(step: Step, rebuilt: Rebuilt, rows: readonly LedgerRow[])
   for (const [period, r] of fresh) {
     const p = r.data as StreakPeriodRow;
     const was = old.get(period);
-    if (was && was.length === p.length && was.usedFreeze === p.usedFreeze) continue;
+    if (was && was.length === p.length && was.usedFreeze === p.usedFreeze && (was.usedPause === true) === (p.usedPause === true)) continue;
     step.effects.ledger.push({ ...r, id: step.newId(), userId, data: { ...p, rule } });
   }
   // A period the new rule does not count shows as none in history.
   for (const [period, p] of old) {
     if (fresh.has(period) || p.rule !== rule) continue;
-    step.effects.ledger.push({ id: step.newId(), userId, kind: 'streak', key: 'streak', at: step.nowIso, delta: 0, total: 0, data: { ...p, length: 0, usedFreeze: false, rule } });
+    step.effects.ledger.push({ id: step.newId(), userId, kind: 'streak', key: 'streak', at: step.nowIso, delta: 0, total: 0, data: { ...p, length: 0, usedFreeze: false, usedPause: false, rule } });
   }
 }
 
@@ -354,6 +366,7 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
   replaceStreak(step, rebuilt, rows);
 
   // Points: awards matched between the ledger and the recomputation; the difference booked now.
+  const totalsWritten = new Set<string>();
   let reversed = 0;
   let added = 0;
   for (const system of cfg.pointsSystems) {
@@ -438,17 +451,30 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
     }
     if (ps.total !== pointsState(before, system.key).total) {
       step.effects.leaderboard.push({ index: pointsTotalsIndex(system.key), userId, value: ps.total, reachedAt: step.nowIso, date: step.today, unranked: true });
+      pushAttributeTotals(step, system, ps.total);
+      totalsWritten.add(system.key);
+    }
+  }
+  // A user record the history changed (`retroactive`) moves the user between attribute totals indexes.
+  if (attributesMoved(step)) {
+    for (const system of cfg.pointsSystems) {
+      if (totalsWritten.has(system.key)) continue;
+      const total = pointsState(step.state, system.key).total;
+      step.effects.leaderboard.push({ index: pointsTotalsIndex(system.key), userId, value: total, reachedAt: step.nowIso, date: step.today, unranked: true });
+      pushAttributeTotals(step, system, total);
     }
   }
 
   // Boards: the recomputed values of current runs (`grandfather`: never below what the user has).
   const boards = ownRecord(step, 'leaderboards');
   for (const b of cfg.leaderboards) {
+    // An inactive board is not tracked: replay leaves the entries it had as they are.
+    if (b.status === 'inactive') continue;
     const was = own(before.leaderboards, b.key);
     let now = own(target.leaderboards, b.key);
     if (!take && was && now && was.run === now.run && was.group === now.group && was.value > now.value) now = was;
     if (was === now || (was && now && was.run === now.run && was.group === now.group && was.value === now.value)) continue;
-    const date = localDateIn(step, b.timeZone);
+    const date = localDateIn(step, b.timeZone ?? step.tz);
     const writes: LeaderboardWrite[] = step.effects.leaderboard;
     if (was && (!now || (was.run === now.run && was.group !== now.group) || (was.run === now.run && now.value <= 0))) {
       writes.push({ index: boardIndexOf(b, was.run, was.group), userId, remove: true, date, thresholdRank: b.maxParticipants });
@@ -471,6 +497,7 @@ function diffOf(cfg: LaurelConfig, before: UserState, after: UserState, gained: 
   }
   const leaderboards: ReplayDiff['leaderboards'] = {};
   for (const l of cfg.leaderboards) {
+    if (l.status === 'inactive') continue;
     const b = own(before.leaderboards, l.key);
     const a = own(after.leaderboards, l.key);
     if (b === a || (a && b && a.run === b.run && a.group === b.group && a.value === b.value)) continue;

@@ -4,13 +4,14 @@
  * the store's ordered index after the commit, never from here.
  */
 import type { CompiledLeaderboard } from '../config/define.js';
-import { addDays, addMonths, daysBetween, localDateOf, startOfLocalDate, type LocalDate } from './calendar.js';
-import { grantsBefore } from './points.js';
+import { addDays, addMonths, daysBetween, localDateOf, localTimeOfDay, startOfLocalDate, type LocalDate } from './calendar.js';
+import { grantInstant, grantsBefore } from './points.js';
 import { addExact, MAX_EXACT } from './decimal.js';
 import { ValidationError } from '../errors.js';
 import { stableId } from './ids.js';
+import { attributesMoved, pushAttributeTotals } from './totals.js';
 import { localDateIn, own, ownRecord, record, type Step } from './step.js';
-import type { EventLeaderboard, LeaderboardView } from './types.js';
+import type { BoardEntry, BoardState, EventLeaderboard, GrantRun, LeaderboardView } from './types.js';
 
 export interface Run {
   start: LocalDate;
@@ -51,11 +52,94 @@ export function runOf(board: CompiledLeaderboard, date: LocalDate): Run | null {
   return runContaining(board, date);
 }
 
-/** `scheduled`, `active` or `finished` on `date` (board-local). */
-export function boardStatus(board: CompiledLeaderboard, date: LocalDate): 'scheduled' | 'active' | 'finished' {
-  if (date < board.start) return 'scheduled';
-  if (board.end !== null && date > board.end) return 'finished';
+/** A board's or a run's status: `inactive` for a board the configuration switched off. */
+export type BoardStatus = 'scheduled' | 'active' | 'finished' | 'inactive';
+
+/** The widest UTC offsets in use: a date begins first at UTC+14 and ends last at UTC-12. */
+const EARLIEST_OFFSET_MS = 14 * 3_600_000;
+const LATEST_OFFSET_MS = 12 * 3_600_000;
+
+/**
+ * The dates a status reads at `now`: the board's local date; for a board whose runs follow each user's zone,
+ * the date in the earliest zone (a run has begun once its first date has begun there) and in the latest one
+ * (it has ended once its last date has ended there, 12 hours after that date ends in UTC).
+ */
+function statusDates(board: CompiledLeaderboard, now: Date): { first: LocalDate; last: LocalDate } {
+  if (board.timeZone !== null) {
+    const date = localDateOf(now, board.timeZone);
+    return { first: date, last: date };
+  }
+  const ms = now.getTime();
+  return { first: localDateOf(ms + EARLIEST_OFFSET_MS, 'UTC'), last: localDateOf(ms - LATEST_OFFSET_MS, 'UTC') };
+}
+
+/** A board's status at `now`, from its `start` and `end` (see {@link runStatus}). */
+export function boardStatus(board: CompiledLeaderboard, now: Date): BoardStatus {
+  return runStatus(board, { start: board.start, end: board.end }, now);
+}
+
+/**
+ * A run's status at `now`: `scheduled` until its first date has begun (in the board's zone; for a board
+ * following each user's zone, in the earliest zone, UTC+14), `finished` once its last date (or the board's
+ * `end`) has ended (in the board's zone; else in every zone, the latest being UTC-12), `active` between;
+ * `inactive` whatever the dates for a board the configuration switched off.
+ */
+export function runStatus(board: CompiledLeaderboard, run: Run, now: Date): BoardStatus {
+  if (board.status === 'inactive') return 'inactive';
+  const { first, last } = statusDates(board, now);
+  if (first < run.start) return 'scheduled';
+  if ((run.end !== null && last > run.end) || (board.end !== null && last > board.end)) return 'finished';
   return 'active';
+}
+
+/** True when an instant falls in the board's daily window of local time (always, without one). */
+export function inWindow(board: CompiledLeaderboard, ms: number, tz: string): boolean {
+  const w = board.timeWindow;
+  if (w === null) return true;
+  const t = localTimeOfDay(ms, tz);
+  return w.from <= w.to ? t >= w.from && t < w.to : t >= w.from || t < w.to;
+}
+
+/** How many grants of a run of time grants fell due at or after `fromMs` and inside the board's window. */
+function grantsInside(board: CompiledLeaderboard, first: string, grants: GrantRun, fromMs: number, tz: string): number {
+  const before = grantsBefore(first, grants, fromMs);
+  if (board.timeWindow === null) return grants.count - before;
+  let inside = 0;
+  for (let j = before; j < grants.count; j++) if (inWindow(board, grantInstant(first, grants, j), tz)) inside++;
+  return inside;
+}
+
+/**
+ * True while an event can still fall in the run starting `run` once the user counts in the run starting
+ * `latest`: at one instant the local dates of two zones differ by at most 2 days (the widest offsets are
+ * UTC+14 and UTC-12), so a move westwards reaches back at most to runs that ended 2 days before `latest`.
+ */
+function revisitable(board: CompiledLeaderboard, run: LocalDate, latest: LocalDate): boolean {
+  const end = runContaining(board, run).end;
+  return end === null || end >= addDays(latest, -2);
+}
+
+const entryOf = (b: BoardEntry): BoardEntry => ({ run: b.run, group: b.group, value: b.value, reachedAt: b.reachedAt });
+
+/**
+ * The user's board state after writing `next` (the entry of one run): the latest run's entry, with the
+ * entries of earlier runs a move westwards can still reach (boards following each user's zone only; the
+ * list changes only when the run does, so the usual write costs nothing more).
+ */
+function nextBoardState(board: CompiledLeaderboard, prior: BoardState | undefined, next: BoardEntry): BoardState {
+  if (prior === undefined) return next;
+  if (prior.run === next.run) return prior.earlier ? { ...next, earlier: prior.earlier } : next;
+  if (next.run < prior.run) {
+    // An earlier run (the user moved westwards, or the clock went back): kept among the earlier ones.
+    if (board.timeZone !== null || !revisitable(board, next.run, prior.run)) return prior;
+    const earlier = (prior.earlier ?? []).filter((e) => e.run !== next.run);
+    earlier.push(next);
+    earlier.sort((a, b) => (a.run < b.run ? 1 : a.run > b.run ? -1 : 0));
+    return { ...entryOf(prior), earlier };
+  }
+  if (board.timeZone !== null) return next;
+  const earlier = [entryOf(prior), ...(prior.earlier ?? [])].filter((e) => revisitable(board, e.run, next.run));
+  return earlier.length > 0 ? { ...next, earlier } : next;
 }
 
 /** The breakdown group of a user: one value per breakdown attribute ("" when the user has none). */
@@ -124,6 +208,8 @@ export function leaderboardView(board: CompiledLeaderboard): LeaderboardView {
       runInterval: board.runInterval,
       timeZone: board.timeZone,
       breakdownAttributes: Object.freeze([...board.breakdownAttributes]) as string[],
+      startTime: board.startTime,
+      endTime: board.endTime,
     };
     if (board.metricKey) Object.assign(view, { metricKey: board.metricKey, metricName: board.metricName });
     if (board.pointsSystemKey) Object.assign(view, { pointsSystemKey: board.pointsSystemKey, pointsSystemName: board.pointsSystemName });
@@ -169,45 +255,50 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
   const streakChanged = (step.state.streak?.length ?? 0) !== step.streakLengthBefore;
   const userId = step.state.user.id;
   for (const board of touchedBoards(step, metricKey, streakChanged)) {
-    const date = localDateIn(step, board.timeZone);
+    // The board's zone, or (no zone configured) the user's: runs then follow each user's calendar.
+    const tz = board.timeZone ?? step.tz;
+    const date = localDateIn(step, tz);
     const run = currentRun(board, date);
     if (!run) continue;
     let delta = 0;
     let absolute: number | null = null;
     if (board.rankBy === 'metric') {
-      delta = metricValue;
+      if (inWindow(board, step.now.getTime(), tz)) delta = metricValue;
     } else if (board.rankBy === 'points') {
-      // Points earned in a run are the awards dated inside it; those dated in an earlier run stay out.
+      // Points earned in a run are the awards dated inside it (and inside the board's daily window); those
+      // dated in an earlier run stay out.
       for (const a of step.awards.get(board.pointsSystemKey as string) ?? []) {
         if (a.grants) {
           // A run of time grants counts the grants that fell due inside this board run.
-          const inside = a.grants.count - grantsBefore(a.date, a.grants, startOfLocalDate(run.start, board.timeZone).getTime());
+          const inside = grantsInside(board, a.date, a.grants, startOfLocalDate(run.start, tz).getTime(), tz);
           if (inside > 0) delta = addExact(delta, (a.awarded / a.grants.count) * inside);
           continue;
         }
-        const day = a.date === step.nowIso ? date : localDateOf(new Date(a.date), board.timeZone);
-        if (day >= run.start) delta = addExact(delta, a.awarded);
+        const current = a.date === step.nowIso;
+        const day = current ? date : localDateOf(new Date(a.date), tz);
+        if (day >= run.start && inWindow(board, current ? step.now.getTime() : Date.parse(a.date), tz)) delta = addExact(delta, a.awarded);
       }
     } else {
       absolute = step.state.streak?.length ?? 0;
     }
     const group = groupOf(board, step.state.user.attributes);
     const prior = own(step.state.leaderboards, board.key);
-    const sameRun = prior !== undefined && prior.run === run.start;
-    const previous = sameRun ? prior.value : 0;
+    // The user's entry in this run: the latest one, or, after a move westwards, the kept entry of an earlier run.
+    const mine = prior === undefined || prior.run === run.start ? prior : run.start < prior.run ? prior.earlier?.find((e) => e.run === run.start) : undefined;
+    const previous = mine !== undefined ? mine.value : 0;
     const value = absolute ?? addExact(previous, delta);
     if (!(Math.abs(value) <= MAX_EXACT)) {
       throw new ValidationError(`value: the user's value on leaderboard "${board.key}" would become ${value}, beyond the exact range (|value| <= ${MAX_EXACT})`, [{ path: ['value'], message: 'the leaderboard value would leave the exact range' }]);
     }
-    const groupMoved = sameRun && prior.group !== group;
+    const groupMoved = mine !== undefined && mine.group !== group;
     if (value === previous && !groupMoved) continue;
-    const reachedAt = value === previous && sameRun ? prior.reachedAt : step.nowIso;
-    if (groupMoved) step.effects.leaderboard.push({ index: boardIndex(board.key, run.start, prior.group), userId, remove: true, date });
+    const reachedAt = value === previous && mine !== undefined ? mine.reachedAt : step.nowIso;
+    if (mine !== undefined && groupMoved) step.effects.leaderboard.push({ index: boardIndex(board.key, run.start, mine.group), userId, remove: true, date });
     const index = boardIndexOf(board, run.start, group);
     const thresholdRank = board.maxParticipants;
     if (value > 0) step.effects.leaderboard.push({ index, userId, value, reachedAt, date, thresholdRank });
     else step.effects.leaderboard.push({ index, userId, remove: true, date, thresholdRank });
-    ownRecord(step, 'leaderboards')[board.key] = { run: run.start, group, value, reachedAt };
+    ownRecord(step, 'leaderboards')[board.key] = nextBoardState(board, prior, { run: run.start, group, value, reachedAt });
     const entry = { ...leaderboardView(board) } as EventLeaderboard;
     entry.start = run.start;
     entry.end = run.end;
@@ -218,11 +309,14 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     entry.userAttributes = groupAttributes(board, step.state.user.attributes);
     out[board.key] = entry;
   }
-  // Every user's points total, for level summaries and histograms across users.
+  // Every user's points total, for level summaries and histograms across users; and by user attribute
+  // (totals.ts), also written when the call changed the user's attributes.
+  const moved = attributesMoved(step);
   for (const system of step.cfg.pointsSystems) {
-    if (!step.effects.created && !(step.awards.get(system.key)?.length ?? 0)) continue;
+    if (!moved && !step.effects.created && !(step.awards.get(system.key)?.length ?? 0)) continue;
     const total = own(step.state.points, system.key)?.total ?? 0;
     step.effects.leaderboard.push({ index: pointsTotalsIndex(system.key), userId: step.state.user.id, value: total, reachedAt: step.nowIso, date: step.today, unranked: true });
+    pushAttributeTotals(step, system, total);
   }
   return out;
 }

@@ -7,7 +7,7 @@ import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
 import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
 import { matchesFilter, own, ownPoints, record, type Step } from './step.js';
-import type { AdjustmentRow, Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
+import type { AdjustmentRow, AttributePair, Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -39,8 +39,13 @@ function buildTriggerView(t: CompiledTrigger): PointsTriggerView {
   if (t.type === 'streak') view.streakLengthThreshold = t.streakLengthThreshold;
   if (t.type === 'achievement') Object.assign(view, { achievementId: t.achievementId, achievementName: t.achievementName });
   if (t.type === 'time') Object.assign(view, { timeUnit: t.timeUnit, timeInterval: t.timeInterval });
+  if (t.type === 'metric' && hasPairs(t.eventAttributes)) view.eventAttributes = pairsOf(t.eventAttributes);
+  if (hasPairs(t.userAttributes)) view.userAttributes = pairsOf(t.userAttributes);
   return view;
 }
+
+const hasPairs = (filter: Readonly<Record<string, string>> | undefined): filter is Readonly<Record<string, string>> => filter !== undefined && Object.keys(filter).length > 0;
+const pairsOf = (filter: Readonly<Record<string, string>>): AttributePair[] => Object.entries(filter).map(([key, value]) => ({ key, value }));
 
 export function systemView(ps: CompiledPointsSystem): PointsSystemView {
   return { id: ps.id, key: ps.key, name: ps.name, description: ps.description, badgeUrl: ps.badgeUrl, maxPoints: ps.maxPoints };
@@ -71,10 +76,10 @@ export function levelFor(system: CompiledPointsSystem, total: number): LevelView
 /** Applies boosts active at `at` in the user's zone to a positive award; consumption is never boosted. */
 const NO_BOOSTS: readonly BoostView[] = Object.freeze([]);
 
-function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date): { amount: number; boosts: readonly BoostView[] } {
+function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date, attributes: Readonly<Record<string, string>>): { amount: number; boosts: readonly BoostView[] } {
   if (raw <= 0 || system.boosts.length === 0) return { amount: raw, boosts: NO_BOOSTS };
   const date = at === step.now ? step.today : localDateOf(at, step.tz);
-  const active = system.boosts.filter((b) => b.start <= date && (b.end === null || date <= b.end) && matchesFilter(b.userAttributes, step.state.user.attributes));
+  const active = system.boosts.filter((b) => b.start <= date && (b.end === null || date <= b.end) && matchesFilter(b.userAttributes, attributes));
   if (active.length === 0) return { amount: raw, boosts: NO_BOOSTS };
   let amount = raw;
   for (const b of active) amount *= b.multiplier;
@@ -85,12 +90,13 @@ function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date
 }
 
 /**
- * Makes one award: boosts, the blocking check, the caps, then the ledger row.
+ * Makes one award: boosts, the blocking check, the caps, then the ledger row. Boosts filtered by user
+ * attributes are judged by `attributes` (the user's now; for time grants, those they had when it fell due).
  * @throws {InsufficientPointsError} when `block` is set and the award would take the total below 0.
  */
-export function award(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, raw: number, at: Date, block = false, backdated = false): void {
+export function award(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, raw: number, at: Date, block = false, backdated = false, attributes: Readonly<Record<string, string>> = step.state.user.attributes): void {
   const ps = pointsState(step.state, system.key);
-  const { amount, boosts } = boosted(step, system, raw, at);
+  const { amount, boosts } = boosted(step, system, raw, at, attributes);
   if (block && amount < 0 && ps.total + amount < 0) throw new InsufficientPointsError(system.key, ps.total, Math.min(-amount, MAX_EXACT));
   let next = ps.total + amount;
   const upper = ceilingOf(system);
@@ -125,11 +131,13 @@ export const ceilingOf = (system: CompiledPointsSystem) => (system.maxPoints ===
 /** The lowest total a system allows: 0, or with `allowNegative` the exact range's lower end. */
 const floorOf = (system: CompiledPointsSystem) => (system.allowNegative ? -MAX_EXACT : 0);
 
-/** `user_creation` triggers: the starting balance. */
+/** `user_creation` triggers: the starting balance, for a user who has the trigger's attributes at creation. */
 export function awardCreation(step: Step): void {
   const created = new Date(step.state.user.created);
   for (const system of step.cfg.pointsSystems) {
-    for (const t of system.creationTriggers) award(step, system, t, t.points, created);
+    for (const t of system.creationTriggers) {
+      if (matchesFilter(t.userAttributes, step.state.user.attributes)) award(step, system, t, t.points, created);
+    }
   }
 }
 
@@ -155,6 +163,12 @@ function timeGrantInstant(step: Step, t: CompiledTrigger, k: number, createdMs: 
  * Materialises every time grant due by `now`, in date order across a system's time triggers, each dated at
  * the instant it fell due. Grants that a cap would cut to 0 are skipped in one step, so a user idle for a
  * year at a full tank costs no more than one idle for an hour.
+ *
+ * A trigger with `userAttributes` pays only grants that fell due while the user had them. Attributes change
+ * only at calls, so every grant due since the previous call is judged by the attributes the user had in
+ * between (`step.attributesBefore`, before this call's upsert): a trigger whose filter they do not match
+ * passes those grants by (counted as settled, never paid later). Its schedule stays the one from the user's
+ * creation: a user who gains the attributes at a call gets the grants that fall due after it.
  */
 export function accrueTimeGrants(step: Step): void {
   if (!step.cfg.index.hasTimeTriggers) return;
@@ -166,6 +180,11 @@ export function accrueTimeGrants(step: Step): void {
     const pending = system.timeTriggers.map((t) => ({ t, next: (own(ps.time, t.id) ?? 0) + 1, due: timeGrantsDue(step, t, createdMs, createdDate) }));
     if (pending.every((p) => p.next > p.due)) continue;
     ps = ownPoints(step, system.key);
+    for (const p of pending) {
+      if (p.next > p.due || matchesFilter(p.t.userAttributes, step.attributesBefore)) continue;
+      p.next = p.due + 1;
+      ps.time[p.t.id] = p.due;
+    }
     for (;;) {
       const live = pending.filter((p) => p.next <= p.due);
       if (live.length === 0) break;
@@ -191,7 +210,7 @@ export function accrueTimeGrants(step: Step): void {
       // and one ledger row, so the cost of a call does not grow with how long the user was idle.
       const count = system.boosts.length === 0 ? runLength(step, system, ps.total, first, live, createdMs, createdDate) : 1;
       if (count > 1) awardRun(step, system, first.t, count, firstAt);
-      else award(step, system, first.t, first.t.points, firstAt);
+      else award(step, system, first.t, first.t.points, firstAt, false, false, step.attributesBefore);
       first.next += count;
       ps.time[first.t.id] = first.next - 1;
     }

@@ -7,6 +7,7 @@ import { addExact } from './decimal.js';
 import { pointsTotalsIndex } from './leaderboards.js';
 import { ceilingOf, pointsState, timeGrantsDueNow } from './points.js';
 import { own, ownPoints, type Step } from './step.js';
+import { hasDeclaredAttributes, pushAttributeTotals } from './totals.js';
 import type { AdjustmentRow, UserState } from './types.js';
 
 
@@ -39,6 +40,7 @@ export function alignRules(step: Step): void {
   if (rules === cfg.rules.all) return;
   if (rules === '' || rules === undefined) {
     renameLegacyTriggers(step);
+    writeAttributeTotals(step);
     step.state.rules = cfg.rules.all;
     return;
   }
@@ -71,7 +73,23 @@ function renameLegacyTriggers(step: Step): void {
   }
 }
 
+/**
+ * The user's totals written to the totals index and the attribute totals indexes of every system, when the
+ * user has a declared attribute: a state counted before those indexes (or before an attribute was declared
+ * again) fills them at its first call under the configuration.
+ */
+function writeAttributeTotals(step: Step, skip?: ReadonlySet<string>): void {
+  if (!hasDeclaredAttributes(step)) return;
+  for (const system of step.cfg.pointsSystems) {
+    if (skip?.has(system.key)) continue;
+    const total = pointsState(step.state, system.key).total;
+    step.effects.leaderboard.push({ index: pointsTotalsIndex(system.key), userId: step.state.user.id, value: total, reachedAt: step.nowIso, date: step.today, unranked: true });
+    pushAttributeTotals(step, system, total);
+  }
+}
+
 function alignPoints(step: Step): void {
+  const clamped = new Set<string>();
   for (const system of step.cfg.pointsSystems) {
     for (const t of system.timeTriggers) {
       if (own(pointsState(step.state, system.key).time, t.id) !== undefined) continue;
@@ -85,7 +103,10 @@ function alignPoints(step: Step): void {
       const data: AdjustmentRow = { adjustment: 'maxPoints' };
       step.effects.ledger.push({ id: step.newId(), userId: step.state.user.id, kind: 'points', key: system.key, at: step.nowIso, delta: addExact(cap, -total), total: cap, data });
       step.effects.leaderboard.push({ index: pointsTotalsIndex(system.key), userId: step.state.user.id, value: cap, reachedAt: step.nowIso, date: step.today, unranked: true });
+      pushAttributeTotals(step, system, cap);
+      clamped.add(system.key);
     }
   }
+  writeAttributeTotals(step, clamped);
 }
 

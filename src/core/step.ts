@@ -8,7 +8,7 @@ import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
 import type { LocalDate } from './calendar.js';
 import { canonicalTimeZone, isSupportedInstant, localDateOf } from './calendar.js';
 import { ValidationError } from '../errors.js';
-import type { Award, Effects, PointsState, StreakState, UserFields, UserRecord, UserState } from './types.js';
+import type { Award, BoardEntry, BoardState, Effects, PointsState, StreakState, UserFields, UserRecord, UserState } from './types.js';
 
 export interface Step {
   readonly cfg: LaurelConfig;
@@ -37,6 +37,12 @@ export interface Step {
   dates: Map<string, LocalDate> | null;
   /** The user fields of this call's input when it created the user or sent any (for its ledger row). */
   userFields: UserFields | null;
+  /**
+   * The user's attributes before this call's upsert (the prior state's record, never written): what the
+   * user had between the previous call and this one, by which time grants due in between are judged, and
+   * from whose values' totals indexes a changed attribute moves the user.
+   */
+  readonly attributesBefore: Readonly<Record<string, string>>;
 }
 
 export function userZone(cfg: LaurelConfig, state: UserState): string {
@@ -68,6 +74,7 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
     today: localDateOf(now, tz),
     dates: null,
     userFields: null,
+    attributesBefore: state.user.attributes,
   };
   return step;
 }
@@ -317,7 +324,14 @@ function checkedState(state: UserState): UserState {
     leaderboards: checkRecord(state.leaderboards, 'leaderboards', (v) => {
       const b = v as Record<string, unknown> | null;
       if (typeof b !== 'object' || b === null) return badState('leaderboards must hold objects');
-      return { run: str(b.run, 'leaderboards.run'), group: str(b.group, 'leaderboards.group'), value: dec(b.value, 'leaderboards.value'), reachedAt: str(b.reachedAt, 'leaderboards.reachedAt') };
+      const entry = (e: Record<string, unknown>): BoardEntry => ({ run: str(e.run, 'leaderboards.run'), group: str(e.group, 'leaderboards.group'), value: dec(e.value, 'leaderboards.value'), reachedAt: str(e.reachedAt, 'leaderboards.reachedAt') });
+      const out: BoardState = entry(b);
+      if (b.earlier !== undefined && b.earlier !== null) {
+        if (!Array.isArray(b.earlier)) return badState('leaderboards.earlier must be an array');
+        const earlier = b.earlier.map((e: unknown) => (typeof e === 'object' && e !== null ? entry(e as Record<string, unknown>) : badState('leaderboards.earlier must hold objects')));
+        if (earlier.length > 0) out.earlier = earlier;
+      }
+      return out;
     }),
     rules: state.rules === undefined || state.rules === null ? '' : str(state.rules, 'rules'),
   };

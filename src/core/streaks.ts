@@ -18,7 +18,14 @@ import {
 } from './calendar.js';
 import { addExact } from './decimal.js';
 import { own, ownStreak, type Step } from './step.js';
-import type { EventStreak, StreakPeriodRow, StreakState, StreakView, UserState } from './types.js';
+import type { EventStreak, StreakPause, StreakPeriodRow, StreakState, StreakView, UserState } from './types.js';
+
+/** Whether the streak period from `start` to `end` overlaps one of the user's pauses. */
+export function pausedPeriod(pauses: readonly StreakPause[] | undefined, start: LocalDate, end: LocalDate): boolean {
+  if (!pauses) return false;
+  for (const p of pauses) if (p.start <= end && p.end >= start) return true;
+  return false;
+}
 
 /** A fresh streak state (used when a streak is configured after the user was created). */
 export function emptyStreak(streak: CompiledStreak): StreakState {
@@ -68,7 +75,14 @@ export function advanceStreak(step: Step): void {
       const end = periodEndOf(p, freq);
       earnUpTo(end);
       s = ownStreak(step);
-      if (s.freezes > 0) {
+      if (pausedPeriod(s.pauses, p, end)) {
+        // A pause keeps the streak through the period without a freeze and without adding to its length.
+        s.coveredThrough = p;
+        const row: StreakPeriodRow = { periodStart: p, periodEnd: end, length: s.length, usedFreeze: false, usedPause: true, rule: step.cfg.rules.streak };
+        const at = startOfLocalDate(addDays(end, 1), step.tz).toISOString();
+        step.effects.ledger.push({ id: step.newId(), userId: state.user.id, kind: 'streak', key: 'streak', at, delta: 0, total: s.length, data: row });
+        p = nextPeriodStart(p, freq);
+      } else if (s.freezes > 0) {
         s.freezes -= 1;
         s.coveredThrough = p;
         const row: StreakPeriodRow = { periodStart: p, periodEnd: end, length: s.length, usedFreeze: true, rule: step.cfg.rules.streak };
@@ -77,11 +91,20 @@ export function advanceStreak(step: Step): void {
         step.effects.ledger.push({ id: step.newId(), userId: state.user.id, kind: 'streak', key: 'streak', at, delta: 0, total: s.length, data: row });
         p = nextPeriodStart(p, freq);
       } else {
+        // Kept for `restoreStreak`: the length it had and the first period it missed.
+        s.lost = { length: s.length, started: s.started, period: p };
         s.length = 0;
         s.started = null;
         break;
       }
     }
+  }
+  // Pauses over before the current period can no longer keep anything.
+  if (s.pauses && s.pauses.some((x) => x.end < current)) {
+    s = ownStreak(step);
+    const left = (s.pauses as StreakPause[]).filter((x) => x.end >= current);
+    if (left.length > 0) s.pauses = left;
+    else delete s.pauses;
   }
   earnUpTo(step.today);
 }
@@ -131,6 +154,13 @@ export function recordStreakProgress(step: Step, metricKey: string, value: numbe
   step.effects.ledger.push({ id: step.newId(), userId: step.state.user.id, kind: 'streak', key: 'streak', at: step.nowIso, delta: 1, total: s.length, data: row });
 }
 
+/** The last date to act without losing the streak or using a freeze: the end of the first unpaused period after the last covered one. */
+function expiresOn(s: StreakState, frequency: CompiledStreak['frequency']): LocalDate {
+  let next = nextPeriodStart(s.coveredThrough as LocalDate, frequency);
+  while (pausedPeriod(s.pauses, next, periodEndOf(next, frequency))) next = nextPeriodStart(next, frequency);
+  return periodEndOf(next, frequency);
+}
+
 /** The wire view of a user's streak as of `today` (call after `advanceStreak`). */
 export function streakView(cfg: LaurelConfig, state: UserState | null, today: LocalDate): StreakView {
   const sc = cfg.streak;
@@ -143,7 +173,7 @@ export function streakView(cfg: LaurelConfig, state: UserState | null, today: Lo
     started: s.length > 0 ? s.started : null,
     periodStart: current,
     periodEnd: periodEndOf(current, sc.frequency),
-    expires: s.length > 0 && s.coveredThrough ? periodEndOf(nextPeriodStart(s.coveredThrough, sc.frequency), sc.frequency) : null,
+    expires: s.length > 0 && s.coveredThrough ? expiresOn(s, sc.frequency) : null,
   };
   if (sc.freezes) {
     view.freezes = s.freezes;
@@ -173,6 +203,8 @@ export interface StreakHistoryEntry {
   length: number;
   /** Present only when the configuration has streak freezes (the hosted service's rule). */
   usedFreeze?: boolean;
+  /** Whether a pause kept the streak through the period. */
+  usedPause: boolean;
 }
 
 /**
@@ -194,7 +226,7 @@ export function streakHistory(cfg: LaurelConfig, state: UserState, today: LocalD
   for (let i = periods - 1; i >= 0; i--) {
     const p = shiftPeriod(current, -i, sc.frequency);
     const row = byPeriod.get(p);
-    const entry: StreakHistoryEntry = { periodStart: p, periodEnd: periodEndOf(p, sc.frequency), length: 0 };
+    const entry: StreakHistoryEntry = { periodStart: p, periodEnd: periodEndOf(p, sc.frequency), length: 0, usedPause: row?.usedPause === true };
     if (sc.freezes) entry.usedFreeze = row?.usedFreeze ?? false;
     if (row) {
       entry.length = row.length;

@@ -44,7 +44,29 @@ export interface StreakState {
   freezeGrants: number;
   /** ISO instant of the last extension. */
   lastExtendedAt: string | null;
+  /** Pauses set by `pauseStreak` that are not over yet (absent: none). */
+  pauses?: StreakPause[];
+  /** The streak as it was when it was last lost (absent or null: nothing to restore). */
+  lost?: { length: number; started: LocalDate | null; period: LocalDate } | null;
 }
+
+/** A streak pause: local dates, both included. */
+export interface StreakPause {
+  id: string;
+  start: LocalDate;
+  end: LocalDate;
+}
+
+/** An `operation` ledger row's data (key: `op`): an operator's call, applied again by replay. */
+export type OperationInput =
+  | { op: 'grantFreezes'; count: number }
+  | { op: 'restoreStreak' }
+  /** `id`: the pause's id when replay applies a recorded pause again (else a new one). */
+  | { op: 'pauseStreak'; start: LocalDate; end: LocalDate; id?: string }
+  | { op: 'deletePause'; id: string };
+
+/** An `operation` ledger row's data: the operation and what it answered (besides the streak view), for idempotent repeats. */
+export type OperationRowData = OperationInput & { result?: Record<string, unknown> };
 
 export interface PointsState {
   total: number;
@@ -54,13 +76,23 @@ export interface PointsState {
   time: Record<string, number>;
 }
 
-export interface BoardState {
+export interface BoardEntry {
   /** First date of the run the value belongs to. */
   run: LocalDate;
   /** The breakdown group the user was ranked in. */
   group: string;
   value: number;
   reachedAt: string;
+}
+
+/** A user's standing on a board: the entry of the latest run they counted in. */
+export interface BoardState extends BoardEntry {
+  /**
+   * Boards whose runs follow each user's zone: the entries of earlier runs that a later event can still
+   * fall in after the user moves zone westwards (runs that ended at most 2 days before `run` started),
+   * latest first. Absent when there are none.
+   */
+  earlier?: BoardEntry[];
 }
 
 /**
@@ -107,7 +139,7 @@ export interface CoreContext {
  * made of (events, upserts that changed the user, API completions): replay re-applies them in order.
  * `points` and `streak` rows are what those inputs caused (awards and adjustments, streak periods).
  */
-export type LedgerKind = 'metric' | 'points' | 'streak' | 'user' | 'achievement';
+export type LedgerKind = 'metric' | 'points' | 'streak' | 'user' | 'achievement' | 'operation';
 
 /** The user fields of an input (what an event, upsert or completion sent besides the id). */
 export type UserFields = Omit<UserInput, 'id'>;
@@ -154,7 +186,7 @@ export interface LedgerRow {
    * trigger by id or an adjustment ({@link AwardRow}; rows written before 0.2 hold the whole {@link Award}).
    * Streak rows: the period. User and achievement rows: {@link UserRowData}, {@link CompletionRowData}.
    */
-  data: AwardRow | AdjustmentRow | StreakPeriodRow | Award | MetricRowData | UserRowData | CompletionRowData | { eventId: string } | null;
+  data: AwardRow | AdjustmentRow | StreakPeriodRow | Award | MetricRowData | UserRowData | CompletionRowData | OperationRowData | { eventId: string } | null;
 }
 
 /**
@@ -206,6 +238,8 @@ export interface StreakPeriodRow {
   periodEnd: LocalDate;
   length: number;
   usedFreeze: boolean;
+  /** True when a pause kept the streak through this period (absent: false). */
+  usedPause?: boolean;
   /**
    * The streak rule's fingerprint (`LaurelConfig.rules.streak`) the period was counted under; history
    * shows only rows of the current rule (rows before 0.3 have none and always show).
@@ -298,6 +332,10 @@ export interface PointsTriggerView {
   achievementName?: string;
   timeUnit?: 'hour' | 'day';
   timeInterval?: number;
+  /** The trigger's user-attribute filter, on any type, when it has one. */
+  userAttributes?: AttributePair[];
+  /** A metric trigger's event-attribute filter, when it has one. */
+  eventAttributes?: AttributePair[];
 }
 
 export interface BoostView {
@@ -359,8 +397,12 @@ export interface LeaderboardView {
   maxParticipants: number;
   runUnit: 'day' | 'month' | 'year' | null;
   runInterval: number | null;
-  timeZone: string;
+  /** The board's zone; null when runs follow each user's own zone. */
+  timeZone: string | null;
   breakdownAttributes: string[];
+  /** The daily window of local time in which activity counts (`HH:mm` or `HH:mm:ss`; null when unset). */
+  startTime: string | null;
+  endTime: string | null;
 }
 
 export interface EventLeaderboard extends LeaderboardView {

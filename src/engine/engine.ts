@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AchievementKeyOf, CompiledLeaderboard, LaurelConfig, LeaderboardKeyOf, MetricKeyOf, PointsKeyOf } from '../config/define.js';
-import { ConflictError, isLaurelErrorCode, NotFoundError, ValidationError } from '../errors.js';
+import { ConflictError, isLaurelErrorCode, NoLevelsError, NotFoundError, ValidationError } from '../errors.js';
 import { guardStore } from './guard.js';
 import { achievementProgress, achievementView, listedFor, userAchievementView } from '../core/achievements.js';
 import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkConfig, checkInstant, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
@@ -19,8 +19,10 @@ import {
   pointsTotalsIndex,
   runContaining,
   runOf,
+  runStatus,
 } from '../core/leaderboards.js';
 import { awardOfRow, isAdjustment, levelFor, levelView, systemView, triggerView } from '../core/points.js';
+import { attributeTotalsIndex, bucketOf, bucketRange, histogramBuckets } from '../core/totals.js';
 import { extendedAt, historyWindowStart, streakHistory, streakView, type StreakHistoryEntry } from '../core/streaks.js';
 import type {
   AchievementView,
@@ -36,6 +38,8 @@ import type {
   LevelView,
   LeaderboardView,
   LedgerRow,
+  OperationInput,
+  StreakPause,
   PointsSystemView,
   PointsTriggerView,
   StreakPeriodRow,
@@ -46,7 +50,8 @@ import type {
   UserState,
 } from '../core/types.js';
 import { needsReconcile } from '../core/rules.js';
-import { matchesFilter, own } from '../core/step.js';
+import { applyOperation, operationStreak, pausesFrom, validateOperation, type DeletePauseResult, type GrantFreezesResult, type OperationResult, type PauseStreakResult, type RestoreStreakResult } from '../core/operations.js';
+import { matchesFilter, own, userZone } from '../core/step.js';
 import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
 import { createMemoryStore } from '../store/memory.js';
 import type { CommitResult, RankChange, Store, VersionedState } from '../store/types.js';
@@ -56,6 +61,14 @@ import { KeyedLock } from './lock.js';
 import { foldSummary, spreadGrants, summaryPeriods, validateSummaryOptions, type DatedTotal, type SummaryOptions, type SummaryRow } from './summaries.js';
 
 /** Bounded optimistic-concurrency retries. */
+/** Options of an operator operation: an idempotency key makes a retry return the first result and change nothing. */
+export interface OperationOptions {
+  idempotencyKey?: string;
+}
+
+/** An operation's result; with an idempotency key, `idempotentReplayed` says whether it was a repeat. */
+export type Replayable<R> = R & { idempotentReplayed?: boolean };
+
 export interface RetryOptions {
   /** Total attempts per call (default 10). */
   attempts?: number;
@@ -93,8 +106,10 @@ export interface RecordOptions {
 export interface UserView extends UserRecord {}
 
 export interface StreakResponse extends StreakView {
-  /** Instant of the last extension, or null. */
+  /** Instant of the last extension; null while the streak is not active (length 0). */
   extended: string | null;
+  /** Upcoming and running streak pauses, in start order. */
+  pauses: StreakPause[];
   streakHistory: StreakHistoryEntry[];
 }
 
@@ -125,7 +140,8 @@ export interface Ranking {
   value: number;
 }
 
-export type BoardStatus = 'scheduled' | 'active' | 'finished';
+/** A board's or run's status; `inactive` for a board switched off in the configuration. */
+export type BoardStatus = 'scheduled' | 'active' | 'finished' | 'inactive';
 
 export interface LeaderboardRankings extends LeaderboardView {
   status: BoardStatus;
@@ -148,7 +164,10 @@ export interface LeaderboardOptions {
   run?: string;
   /** Makes `offset` relative to this user's rank. */
   userId?: string;
-  /** Picks the breakdown group (default: the user's group when `userId` is given). */
+  /**
+   * Picks the breakdown group: required on a board with `breakdownAttributes` unless `userId` is given (then
+   * the user's group is read); a validation error on a board without them.
+   */
   userAttributes?: Record<string, string>;
 }
 
@@ -164,6 +183,9 @@ const intIn = (value: unknown, name: string, min: number, max: number, fallback:
 const userView = (state: UserState): UserView => ({ ...state.user, attributes: { ...state.user.attributes } });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Users read per page when a histogram filtered by several attributes checks a group's users. */
+const HISTOGRAM_PAGE = 500;
 
 /**
  * Creates an engine over a configuration and a store.
@@ -358,6 +380,37 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     return { state: r.state, effects: r.effects, awards: r.awards };
   }
 
+  /**
+   * Runs one operator operation under the user's lock: applied to the user's current state and committed
+   * with its `operation` ledger row. With an idempotency key, a repeat returns the first call's result (read
+   * back from its ledger row) with the current streak and `idempotentReplayed: true`, and changes nothing.
+   */
+  async function operate<R extends OperationResult>(userId: string, op: OperationInput, opts: OperationOptions): Promise<Replayable<R>> {
+    validateUserId(userId, ['userId']);
+    validateOperation(config, op);
+    const key = (opts ?? {}).idempotencyKey;
+    if (key !== undefined) validateText(key, ['idempotencyKey'], 255, { nonEmpty: true });
+    const scope = `op/${op.op}`;
+    return withUser(userId, async (loaded) => {
+      if (!loaded) throw new NotFoundError('user', userId);
+      const ctx = context();
+      const record = key === undefined ? null : await store.getIdempotencyRecord(userId, scope, key);
+      if (record) {
+        const view = await viewOf(loaded.state, ctx);
+        const [row] = (await store.readLedger({ userId, kind: 'operation', key: op.op, from: record.at, to: new Date(Date.parse(record.at) + 1).toISOString(), order: 'asc' })).filter((r) => r.id === record.eventId);
+        const first = ((row?.data as { result?: Omit<R, 'streak'> } | undefined)?.result ?? {}) as Omit<R, 'streak'>;
+        return { ...first, streak: operationStreak(config, view.state, view.today), idempotentReplayed: true } as unknown as Replayable<R>;
+      }
+      const prior = await current(loaded.state, ctx);
+      const out = applyOperation(config, prior.state, op, ctx);
+      const effects = prior.effects ? joinEffects(prior.effects, out.effects) : out.effects;
+      const opRow = effects.ledger[effects.ledger.length - 1] as LedgerRow;
+      if (key !== undefined) effects.idempotency = { userId, metricKey: scope, key, eventId: opRow.id, at: opRow.at };
+      await commit(userId, loaded, out.state, effects);
+      return (key === undefined ? out.result : { ...out.result, idempotentReplayed: false }) as Replayable<R>;
+    });
+  }
+
   /** `viewState` of the user's state brought in line with the rules (for reads: nothing is committed). */
   async function viewOf(state: UserState, ctx: CoreContext): Promise<ReturnType<typeof viewState>> {
     const prior = await current(state, ctx);
@@ -525,6 +578,43 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       return runReplay({ config, store, context, withUser: (userId, attempt) => withUser(userId, attempt), commit }, opts);
     },
 
+    /**
+     * Gives a user streak freezes, up to the configured maximum: the excess is reported (`excess`, and the
+     * hosted service's warning "Would exceed maximum freeze limit"), not added. See docs/rules.md, "Operations".
+     * @example
+     * ```ts
+     * const { granted, excess, streak } = await engine.grantFreezes('u1', 2, { idempotencyKey: 'order-42' });
+     * ```
+     */
+    async grantFreezes(userId: string, count: number, opts: OperationOptions = {}): Promise<Replayable<GrantFreezesResult>> {
+      return operate<GrantFreezesResult>(userId, { op: 'grantFreezes', count }, opts);
+    },
+
+    /**
+     * Restores the user's lost streak to the length it had when lost, if it was lost inside the hosted
+     * service's restore window (daily: 90 days; weekly: since the week containing 1 January; monthly: since
+     * the start of last year); a streak begun since continues the restored one. `restored: false` with a
+     * `warning` when there is nothing to restore.
+     */
+    async restoreStreak(userId: string, opts: OperationOptions = {}): Promise<Replayable<RestoreStreakResult>> {
+      return operate<RestoreStreakResult>(userId, { op: 'restoreStreak' }, opts);
+    },
+
+    /**
+     * Pauses the user's streak from `start` to `end` (local dates in the user's zone, both included; `start`
+     * not before today): a period overlapping the pause keeps the streak without a freeze and without adding
+     * to its length. Returns the pause with its id.
+     */
+    async pauseStreak(userId: string, pause: { start: string; end: string }, opts: OperationOptions = {}): Promise<Replayable<PauseStreakResult>> {
+      if (typeof pause !== 'object' || pause === null) throw new ValidationError('pause must be an object { start, end }', [{ path: ['pause'], message: 'must be an object' }]);
+      return operate<PauseStreakResult>(userId, { op: 'pauseStreak', start: pause.start, end: pause.end }, opts);
+    },
+
+    /** Deletes one of the user's streak pauses (`deleted: false` with a warning when there is no such pause). */
+    async deletePause(userId: string, pauseId: string, opts: OperationOptions = {}): Promise<Replayable<DeletePauseResult>> {
+      return operate<DeletePauseResult>(userId, { op: 'deletePause', id: pauseId }, opts);
+    },
+
     /** Materialises due time grants and streak maintenance for a user; returns the systems that changed. */
     async accrue(userId: string): Promise<{ points: Record<string, EventPoints> }> {
       validateUserId(userId, ['userId']);
@@ -587,6 +677,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       return {
         ...streakView(config, view.state, view.today),
         extended: extendedAt(view.state),
+        pauses: pausesFrom(view.state, view.today),
         streakHistory: streakHistory(config, view.state, view.today, periods, rows),
       };
     },
@@ -667,9 +758,13 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       return systemOrThrow(systemKey as string).levels.map(levelView);
     },
 
-    /** How many users are at each level (from the ordered index of totals: one count per level). */
+    /**
+     * How many users are at each level (from the ordered index of totals: one count per level).
+     * @throws {NoLevelsError} (422) when the system has no levels.
+     */
     async getLevelSummary(systemKey: PointsKeyOf<C>): Promise<{ level: LevelView; users: number }[]> {
       const system = systemOrThrow(systemKey as string);
+      if (system.levels.length === 0) throw new NoLevelsError(system.key);
       const index = pointsTotalsIndex(system.key);
       return Promise.all(
         system.levels.map(async (level, i) => {
@@ -680,32 +775,59 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     },
 
     /**
-     * Distribution of users' totals in 11 equal buckets from 0 to the highest total: each `{ from, to, users }`
-     * with `from`/`to` inclusive integer bounds (negative totals, where allowed, count in the first bucket).
+     * Distribution of users' totals in the hosted service's eleven buckets `{ from, to, users }` (inclusive
+     * bounds): 0-0, then ten equal ranges from 1 to the highest total rounded up to a power of ten, at least
+     * 10 (highest 950: 1-100, ..., 901-1000). A bucket holds the totals `t` with `from - 1 < t <= to`; totals
+     * below 0 (`allowNegative`) count in the first. With `userAttributes`, only users who have all of them
+     * now are counted (and the highest total is theirs). Reads counts from the stores' totals indexes: one
+     * attribute costs what no filter costs (12 reads); several read the users of the smallest
+     * single-attribute group, a page at a time, and check the others in their states.
      */
-    async getPointsHistogram(systemKey: PointsKeyOf<C>): Promise<{ from: number; to: number; users: number }[]> {
+    async getPointsHistogram(systemKey: PointsKeyOf<C>, opts: { userAttributes?: Record<string, string> } = {}): Promise<{ from: number; to: number; users: number }[]> {
+      opts = opts ?? {};
       const system = systemOrThrow(systemKey as string);
-      const index = pointsTotalsIndex(system.key);
-      const [top] = await store.readRange(index, 0, 1);
-      const max = Math.max(0, top?.value ?? 0);
-      const width = Math.max(1, Math.ceil((max + 1) / 11));
-      return Promise.all(
-        Array.from({ length: 11 }, async (_, i) => {
-          const from = i * width;
-          const to = from + width - 1;
-          const users = await store.countEntries(index, { ...(i > 0 ? { min: from } : {}), max: to + 1 });
-          return { from, to, users };
-        }),
-      );
+      const filter = opts.userAttributes;
+      if (filter !== undefined && filter !== null) checkAttributes(filter, config.index.userAttributes, ['userAttributes']);
+      const pairs = filter ? Object.keys(filter).map((k) => [k, filter[k] as string] as const) : [];
+      if (pairs.length <= 1) {
+        const [only] = pairs;
+        const index = only ? attributeTotalsIndex(system.key, only[0], only[1]) : pointsTotalsIndex(system.key);
+        const [top] = await store.readRange(index, 0, 1);
+        return Promise.all(histogramBuckets(top?.value ?? 0).map(async (b, i) => ({ ...b, users: await store.countEntries(index, bucketRange(b, i === 0)) })));
+      }
+      const indexes = pairs.map(([k, v]) => attributeTotalsIndex(system.key, k, v));
+      const sizes = await Promise.all(indexes.map((i) => store.countEntries(i)));
+      let smallest = 0;
+      for (let i = 1; i < sizes.length; i++) if ((sizes[i] as number) < (sizes[smallest] as number)) smallest = i;
+      const index = indexes[smallest] as string;
+      const counts: number[] = new Array<number>(11).fill(0);
+      let max: number | null = null;
+      for (let offset = 0; (sizes[smallest] as number) > 0; offset += HISTOGRAM_PAGE) {
+        const page = await store.readRange(index, offset, HISTOGRAM_PAGE);
+        if (page.length === 0) break;
+        const states = await store.loadUsers(page.map((e) => e.userId));
+        page.forEach((e, j) => {
+          const attrs = states[j]?.state.user.attributes;
+          if (!attrs || !pairs.every(([k, v]) => own(attrs, k) === v)) return;
+          // Entries come highest first: the first match holds the group's highest total.
+          max ??= e.value;
+          counts[bucketOf(max, e.value)]! += 1;
+        });
+        if (page.length < HISTOGRAM_PAGE) break;
+      }
+      return histogramBuckets(max ?? 0).map((b, i) => ({ ...b, users: counts[i] as number }));
     },
 
-    /** Every leaderboard with its status (finished ones only with `includeFinished`). */
-    async listLeaderboards(opts: { includeFinished?: boolean } = {}): Promise<(LeaderboardView & { status: BoardStatus })[]> {
+    /**
+     * Every leaderboard with its status (finished ones only with `includeFinished`, inactive ones only with
+     * `includeInactive`).
+     */
+    async listLeaderboards(opts: { includeFinished?: boolean; includeInactive?: boolean } = {}): Promise<(LeaderboardView & { status: BoardStatus })[]> {
       opts = opts ?? {};
-      const today = now();
+      const at = now();
       return config.leaderboards
-        .map((b) => ({ ...leaderboardView(b), status: boardStatus(b, localDateOf(today, b.timeZone)) }))
-        .filter((b) => opts.includeFinished || b.status !== 'finished');
+        .map((b) => ({ ...leaderboardView(b), status: boardStatus(b, at) }))
+        .filter((b) => (opts.includeFinished || b.status !== 'finished') && (opts.includeInactive || b.status !== 'inactive'));
     },
 
     /**
@@ -717,9 +839,17 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const b = board(key as string);
       const limit = intIn(opts.limit, 'limit', 1, 1000, 10);
       const offset = intIn(opts.offset, 'offset', opts.userId === undefined ? 0 : -1_000_000, 1_000_000_000, 0);
-      const today = localDateOf(now(), b.timeZone);
-      const run = resolveRun(b, opts.run, today);
-      if (opts.userAttributes !== undefined && opts.userAttributes !== null) checkAttributes(opts.userAttributes, config.index.userAttributes, ['userAttributes']);
+      const at = now();
+      // A board following each user's zone reads by default the run of today in the configuration's zone.
+      const run = resolveRun(b, opts.run, localDateOf(at, b.timeZone ?? config.timeZone));
+      const byAttributes = opts.userAttributes !== undefined && opts.userAttributes !== null;
+      if (byAttributes) checkAttributes(opts.userAttributes, config.index.userAttributes, ['userAttributes']);
+      if (b.breakdownAttributes.length === 0 && byAttributes) {
+        throw new ValidationError(`userAttributes: leaderboard "${b.key}" has no breakdown attributes`, [{ path: ['userAttributes'], message: 'the board has no breakdown attributes' }]);
+      }
+      if (b.breakdownAttributes.length > 0 && !byAttributes && opts.userId === undefined) {
+        throw new ValidationError(`userAttributes: leaderboard "${b.key}" is broken down by ${b.breakdownAttributes.join(', ')}; reading it needs userAttributes (or a userId, to read that user's group)`, [{ path: ['userAttributes'], message: 'required on a board with breakdown attributes' }]);
+      }
       let attributes = opts.userAttributes ?? {};
       let start = offset;
       if (opts.userId !== undefined) {
@@ -739,7 +869,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       }
 
       async function readPage(): Promise<{ result: LeaderboardRankings; states: (VersionedState | null)[] }> {
-        const base = { ...leaderboardView(b), status: runStatus(b, run, today), run, threshold: await thresholdOf(b, index) };
+        const base = { ...leaderboardView(b), status: runStatus(b, run, at), run, threshold: await thresholdOf(b, index) };
         if (opts.userId !== undefined) {
           const entry = await store.getEntry(index, opts.userId);
           if (!entry || entry.rank > b.maxParticipants) return { result: { ...base, rankings: [] }, states: [] };
@@ -767,7 +897,8 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         await engine.accrue(userId);
         state = (await loadOrThrow(userId)).state;
       }
-      const run = resolveRun(b, opts.run, localDateOf(now(), b.timeZone));
+      // A board following each user's zone reads by default the run of today in the user's zone.
+      const run = resolveRun(b, opts.run, localDateOf(now(), b.timeZone ?? userZone(config, state)));
       const index = boardIndex(b.key, run.start, groupOf(b, state.user.attributes));
       const entry = await store.getEntry(index, userId);
       const history = numEvents > 0 ? await store.readRankHistory(index, userId, numEvents) : [];
@@ -824,12 +955,6 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     if (run !== undefined && (typeof run !== 'string' || !isValidLocalDate(run))) throw new ValidationError(`run must be a date in YYYY-MM-DD form (got ${String(run)})`, [{ path: ['run'], message: 'must be a date' }]);
     const date = run ?? today;
     return runOf(b, date) ?? runContaining(b, date < b.start ? b.start : (b.end ?? date));
-  }
-
-  function runStatus(b: CompiledLeaderboard, run: { start: string; end: string | null }, today: string): BoardStatus {
-    if (today < run.start) return 'scheduled';
-    if ((run.end !== null && today > run.end) || boardStatus(b, today) === 'finished') return 'finished';
-    return 'active';
   }
 
   return engine;

@@ -255,8 +255,19 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     },
     { method: 'GET', pattern: ['points', ':key', 'levels'], run: async ({ params }) => json(200, await e.getLevels(params.key as string)) },
     { method: 'GET', pattern: ['points', ':key', 'level-summary'], run: async ({ params }) => json(200, await e.getLevelSummary(params.key as string)) },
-    { method: 'GET', pattern: ['points', ':key', 'summary'], run: async ({ params }) => json(200, await e.getPointsHistogram(params.key as string)) },
-    { method: 'GET', pattern: ['leaderboards'], run: async ({ url }) => json(200, await e.listLeaderboards({ includeFinished: url.searchParams.get('includeFinished') === 'true' })) },
+    {
+      method: 'GET',
+      pattern: ['points', ':key', 'summary'],
+      run: async ({ params, url }) => {
+        const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
+        return json(200, await e.getPointsHistogram(params.key as string, userAttributes ? { userAttributes } : {}));
+      },
+    },
+    {
+      method: 'GET',
+      pattern: ['leaderboards'],
+      run: async ({ url }) => json(200, await e.listLeaderboards({ includeFinished: url.searchParams.get('includeFinished') === 'true', includeInactive: url.searchParams.get('includeInactive') === 'true' })),
+    },
     {
       method: 'GET',
       pattern: ['leaderboards', ':key'],
