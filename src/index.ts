@@ -75,6 +75,10 @@ export type {
   OperationInput,
   OperationRowData,
   StreakPause,
+  NotificationChannel,
+  NotificationType,
+  PreferencesPatch,
+  UserPreferences,
   UserFields,
   LevelView,
   PointsSystemView,
@@ -106,7 +110,7 @@ export type {
   Replayable,
 } from './engine/engine.js';
 export { applyOperation, MAX_PAUSE_DAYS, MAX_PAUSES } from './core/operations.js';
-export type { DeletePauseResult, GrantFreezesResult, OperationResult, PauseStreakResult, RestoreStreakResult, StreakOperationResult } from './core/operations.js';
+export type { DeletePauseResult, GrantFreezesResult, OperationResult, PauseStreakResult, PreferencesView, RestoreStreakResult, StreakOperationResult, UpdatePreferencesResult } from './core/operations.js';
 export type { Aggregation, SummaryOptions, SummaryRow } from './engine/summaries.js';
 export type { Store, BatchCommitOutcome, Commit, CommitResult, EventLoad, IdempotencyLookup, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, VersionedState } from './store/types.js';
 export type { BatchEvent, BatchEventResult } from './engine/batch.js';

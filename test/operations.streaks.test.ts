@@ -158,3 +158,60 @@ onEachStore('streak pauses', (kind) => {
     expect((await t.engine.getStreak('u1')).pauses).toHaveLength(1);
   });
 });
+
+const custom = defineConfig({
+  metrics: [
+    { key: 'lessons', name: 'Lessons' },
+    { key: 'words', name: 'Words' },
+  ],
+  streak: { frequency: 'daily', metrics: [{ key: 'lessons', threshold: 1 }], customization: { metrics: ['lessons', 'words'], minThreshold: 1, maxThreshold: 1000 } },
+  leaderboards: [{ key: 'streaks', name: 'Streaks', rankBy: 'streak', start: '2026-01-01' }],
+});
+
+onEachStore('preferences', (kind) => {
+  it('notification preferences are stored and returned, with every channel by default', async () => {
+    const t = await setupOn(kind, custom, '2026-03-02T09:00:00Z');
+    await t.engine.identifyUser({ id: 'u1' });
+    expect(await t.engine.getPreferences('u1')).toEqual({
+      notifications: { achievement_completed: ['email', 'push'], recap: ['email', 'push'], reactivation: ['email', 'push'], streak_reminder: ['email', 'push'] },
+      streak: { enabled: true, mode: 'any', metrics: [{ key: 'lessons', threshold: 1 }] },
+    });
+    await t.engine.updatePreferences('u1', { notifications: { streak_reminder: [], recap: ['email'] } });
+    expect((await t.engine.getPreferences('u1')).notifications).toEqual({ achievement_completed: ['email', 'push'], recap: ['email'], reactivation: ['email', 'push'], streak_reminder: [] });
+    await expect(t.engine.updatePreferences('u1', { notifications: { recap: ['sms' as 'email'] } })).rejects.toMatchObject({ code: 'VALIDATION' });
+    await expect(t.engine.updatePreferences('u1', { notifications: { digest: ['email'] } as never })).rejects.toMatchObject({ code: 'VALIDATION' });
+    await expect(t.engine.getPreferences('nobody')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it("a user's own streak rule applies within the guardrails; enabled: false keeps the streak at 0", async () => {
+    const t = await setupOn(kind, custom, '2026-03-02T09:00:00Z');
+    await t.engine.recordEvent('lessons', { user: { id: 'u1' }, value: 1 });
+    expect((await t.engine.getStreak('u1')).length).toBe(1);
+    // Words instead of lessons, at least 500 a day.
+    await t.engine.updatePreferences('u1', { streak: { metrics: [{ key: 'words', threshold: 500 }] } });
+    t.advance(DAY);
+    expect((await t.engine.recordEvent('lessons', { user: { id: 'u1' }, value: 3 })).currentStreak.length).toBe(1);
+    expect((await t.engine.recordEvent('words', { user: { id: 'u1' }, value: 499 })).currentStreak.length).toBe(1);
+    expect((await t.engine.recordEvent('words', { user: { id: 'u1' }, value: 1 })).currentStreak).toMatchObject({ length: 2, extended: true });
+    await expect(t.engine.updatePreferences('u1', { streak: { metrics: [{ key: 'words', threshold: 5000 }] } })).rejects.toMatchObject({ code: 'VALIDATION' });
+    await expect(t.engine.updatePreferences('u1', { streak: { metrics: [{ key: 'nope', threshold: 5 }] } })).rejects.toMatchObject({ code: 'VALIDATION' });
+    // Off: the streak reads 0, events do not extend it, and boards follow.
+    const off = await t.engine.updatePreferences('u1', { streak: { enabled: false } });
+    expect(off.streak.length).toBe(0);
+    expect((await t.engine.getLeaderboard('streaks')).rankings).toEqual([]);
+    t.advance(DAY);
+    expect((await t.engine.recordEvent('words', { user: { id: 'u1' }, value: 900 })).currentStreak.length).toBe(0);
+    // On again, back to the configuration's rule: it starts from 0.
+    await t.engine.updatePreferences('u1', { streak: { enabled: null, metrics: null } });
+    expect((await t.engine.recordEvent('lessons', { user: { id: 'u1' }, value: 1 })).currentStreak.length).toBe(1);
+    expect(await t.engine.getPreferences('u1')).toMatchObject({ streak: { enabled: true, metrics: [{ key: 'lessons', threshold: 1 }] } });
+    expect(await replayChanges(t, 'u1')).toEqual([]);
+  });
+
+  it('mode and metrics need streak.customization in the configuration', async () => {
+    const t = await setupOn(kind, config, '2026-03-02T09:00:00Z');
+    await t.engine.identifyUser({ id: 'u1' });
+    await expect(t.engine.updatePreferences('u1', { streak: { mode: 'all' } })).rejects.toMatchObject({ code: 'VALIDATION' });
+    expect((await t.engine.updatePreferences('u1', { streak: { enabled: false } })).preferences.streak).toMatchObject({ enabled: false });
+  });
+});

@@ -73,6 +73,8 @@ export interface CompiledStreak {
   readonly metrics: readonly { key: string; threshold: number }[] | null;
   readonly mode: 'any' | 'all';
   readonly freezes: { readonly initial: number; readonly max: number; readonly autoEarn: { everyDays: number; amount: number } | null } | null;
+  /** Guardrails of per-user streak rules; null: users may only turn their streak off and on. */
+  readonly customization: { readonly metrics: readonly string[]; readonly minThreshold: number | null; readonly maxThreshold: number | null } | null;
 }
 
 export type CompiledTrigger = Readonly<
@@ -416,6 +418,9 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
         mode: cfg.streak.mode,
         freezes: cfg.streak.freezes
           ? { initial: cfg.streak.freezes.initial, max: cfg.streak.freezes.max, autoEarn: cfg.streak.freezes.autoEarn ?? null }
+          : null,
+        customization: cfg.streak.customization
+          ? { metrics: cfg.streak.customization.metrics, minThreshold: cfg.streak.customization.minThreshold ?? null, maxThreshold: cfg.streak.customization.maxThreshold ?? null }
           : null,
       }
     : null;

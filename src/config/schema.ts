@@ -71,6 +71,12 @@ export const streakSchema = z
       })
       .strict()
       .optional(),
+    // Guardrails of per-user streak rules (`updatePreferences`): the metrics a user may pick, and the
+    // thresholds' bounds. Without it, users can only turn their streak off and on.
+    customization: z
+      .object({ metrics: z.array(keySchema).min(1), minThreshold: positive.optional(), maxThreshold: positive.optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -242,6 +248,11 @@ export const configSchema = z
 
     if (cfg.streak?.metrics) cfg.streak.metrics.forEach((m, i) => checkMetric(m.key, ['streak', 'metrics', i, 'key']));
     if (cfg.streak?.freezes && cfg.streak.freezes.initial > cfg.streak.freezes.max) issue(['streak', 'freezes', 'initial'], 'must not exceed max');
+    if (cfg.streak?.customization) {
+      const c = cfg.streak.customization;
+      c.metrics.forEach((k, i) => checkMetric(k, ['streak', 'customization', 'metrics', i]));
+      if (c.minThreshold !== undefined && c.maxThreshold !== undefined && c.minThreshold > c.maxThreshold) issue(['streak', 'customization', 'minThreshold'], 'must not exceed maxThreshold');
+    }
 
     cfg.pointsSystems.forEach((ps, i) => {
       unique(ps.levels, `pointsSystems.${i}.levels`);

@@ -9,7 +9,7 @@ import { addDays, isValidLocalDate, periodStartOf, previousPeriodStart, type Loc
 import { begin, finish } from './apply.js';
 import { ownStreak, sealState, type Step } from './step.js';
 import { extendedAt, streakView } from './streaks.js';
-import type { CoreContext, Effects, OperationInput, OperationRowData, StreakPause, StreakView, UserState } from './types.js';
+import type { CoreContext, Effects, NotificationChannel, NotificationType, OperationInput, OperationRowData, PreferencesPatch, StreakPause, StreakView, UserPreferences, UserState } from './types.js';
 
 /** The most pauses a user may have scheduled or running at once. */
 export const MAX_PAUSES = 10;
@@ -42,7 +42,106 @@ export interface DeletePauseResult extends StreakOperationResult {
   deleted: boolean;
 }
 
-export type OperationResult = GrantFreezesResult | RestoreStreakResult | PauseStreakResult | DeletePauseResult;
+/** A user's preferences with the defaults filled in (what `getPreferences` answers). */
+export interface PreferencesView {
+  notifications: Record<NotificationType, NotificationChannel[]>;
+  streak: { enabled: boolean; mode: 'any' | 'all'; metrics: { key: string; threshold: number }[] } | null;
+}
+
+export interface UpdatePreferencesResult extends StreakOperationResult {
+  preferences: PreferencesView;
+}
+
+export type OperationResult = GrantFreezesResult | RestoreStreakResult | PauseStreakResult | DeletePauseResult | UpdatePreferencesResult;
+
+export const NOTIFICATION_TYPES: readonly NotificationType[] = ['achievement_completed', 'recap', 'reactivation', 'streak_reminder'];
+const CHANNELS: readonly NotificationChannel[] = ['email', 'push'];
+
+/**
+ * A user's preferences with defaults: every notification type on every channel, and the configuration's
+ * streak rule (null without a streak).
+ */
+export function preferencesView(cfg: LaurelConfig, state: UserState | null): PreferencesView {
+  const p = state?.preferences;
+  const notifications = {} as Record<NotificationType, NotificationChannel[]>;
+  for (const t of NOTIFICATION_TYPES) notifications[t] = [...(p?.notifications?.[t] ?? CHANNELS)];
+  const sc = cfg.streak;
+  const streak = sc
+    ? { enabled: p?.streak?.enabled ?? true, mode: p?.streak?.mode ?? sc.mode, metrics: (p?.streak?.metrics ?? sc.metrics ?? []).map((m) => ({ key: m.key, threshold: m.threshold })) }
+    : null;
+  return { notifications, streak };
+}
+
+function validatePreferences(cfg: LaurelConfig, patch: PreferencesPatch): void {
+  const bad = (path: (string | number)[], message: string): never => {
+    throw new ValidationError(`preferences.${path.join('.')} ${message}`, [{ path: ['preferences', ...path], message }]);
+  };
+  if (typeof patch !== 'object' || patch === null) bad([], 'must be an object { notifications, streak }');
+  for (const k of Object.keys(patch)) if (k !== 'notifications' && k !== 'streak') bad([k], 'is not a preference');
+  if (patch.notifications !== undefined) {
+    if (typeof patch.notifications !== 'object' || patch.notifications === null) bad(['notifications'], 'must be an object');
+    for (const [t, channels] of Object.entries(patch.notifications)) {
+      if (!NOTIFICATION_TYPES.includes(t as NotificationType)) bad(['notifications', t], `is not a notification type (${NOTIFICATION_TYPES.join(', ')})`);
+      if (!Array.isArray(channels) || channels.some((c) => !CHANNELS.includes(c)) || new Set(channels).size !== channels.length) bad(['notifications', t], 'must be a list of distinct channels among "email" and "push"');
+    }
+  }
+  const s = patch.streak;
+  if (s === undefined) return;
+  const sc = cfg.streak;
+  if (!sc) bad(['streak'], 'needs a streak in the configuration');
+  if (typeof s !== 'object' || s === null) bad(['streak'], 'must be an object { enabled, mode, metrics }');
+  for (const k of Object.keys(s)) if (k !== 'enabled' && k !== 'mode' && k !== 'metrics') bad(['streak', k], 'is not a streak preference');
+  if (s.enabled !== undefined && s.enabled !== null && typeof s.enabled !== 'boolean') bad(['streak', 'enabled'], 'must be a boolean');
+  const custom = (sc as NonNullable<LaurelConfig['streak']>).customization;
+  if ((s.mode !== undefined && s.mode !== null) || (s.metrics !== undefined && s.metrics !== null)) {
+    if (!custom) bad(['streak'], 'mode and metrics need `streak.customization` in the configuration');
+  }
+  if (s.mode !== undefined && s.mode !== null && s.mode !== 'any' && s.mode !== 'all') bad(['streak', 'mode'], 'must be "any" or "all"');
+  if (s.metrics !== undefined && s.metrics !== null) {
+    const c = custom as NonNullable<typeof custom>;
+    if (!Array.isArray(s.metrics) || s.metrics.length === 0 || s.metrics.length > c.metrics.length) bad(['streak', 'metrics'], `must list 1 to ${c.metrics.length} metrics`);
+    const seen = new Set<string>();
+    s.metrics.forEach((m, i) => {
+      if (typeof m !== 'object' || m === null || typeof m.key !== 'string' || !c.metrics.includes(m.key) || seen.has(m.key)) bad(['streak', 'metrics', i, 'key'], `must be one of ${c.metrics.join(', ')}, each once`);
+      seen.add(m.key);
+      if (typeof m.threshold !== 'number' || !Number.isFinite(m.threshold) || m.threshold <= 0) bad(['streak', 'metrics', i, 'threshold'], 'must be a positive number');
+      if (c.minThreshold !== null && m.threshold < c.minThreshold) bad(['streak', 'metrics', i, 'threshold'], `must be at least ${c.minThreshold}`);
+      if (c.maxThreshold !== null && m.threshold > c.maxThreshold) bad(['streak', 'metrics', i, 'threshold'], `must be at most ${c.maxThreshold}`);
+    });
+  }
+}
+
+function updatePreferences(step: Step, patch: PreferencesPatch): UpdatePreferencesResult {
+  const before = step.state.preferences ?? {};
+  const next: UserPreferences = {};
+  const notifications = { ...before.notifications };
+  for (const [t, channels] of Object.entries(patch.notifications ?? {})) notifications[t as NotificationType] = [...(channels as NotificationChannel[])];
+  if (Object.keys(notifications).length > 0) next.notifications = notifications;
+  const streak: NonNullable<UserPreferences['streak']> = { ...before.streak };
+  const s = patch.streak;
+  if (s) {
+    if (s.enabled === null) delete streak.enabled;
+    else if (s.enabled !== undefined) streak.enabled = s.enabled;
+    if (s.mode === null) delete streak.mode;
+    else if (s.mode !== undefined) streak.mode = s.mode;
+    if (s.metrics === null) delete streak.metrics;
+    else if (s.metrics !== undefined) streak.metrics = s.metrics.map((m) => ({ key: m.key, threshold: m.threshold }));
+  }
+  if (Object.keys(streak).length > 0) next.streak = streak;
+  const wasEnabled = before.streak?.enabled !== false;
+  const state = step.state as UserState;
+  if (Object.keys(next).length > 0) state.preferences = next;
+  else delete state.preferences;
+  if (wasEnabled && streak.enabled === false && step.state.streak) {
+    // Turned off: the streak is 0 while off, and starts again from 0 when turned back on.
+    const st = ownStreak(step);
+    st.length = 0;
+    st.started = null;
+    st.coveredThrough = null;
+    st.lost = null;
+  }
+  return { streak: result(step), preferences: preferencesView(step.cfg, step.state) };
+}
 
 const positiveInt = (value: unknown, path: string, max: number): number => {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) {
@@ -84,6 +183,9 @@ export function validateOperation(cfg: LaurelConfig, op: OperationInput): void {
       if (addDays(start, MAX_PAUSE_DAYS - 1) < end) throw new ValidationError(`a pause lasts at most ${MAX_PAUSE_DAYS} days`, [{ path: ['end'], message: `at most ${MAX_PAUSE_DAYS} days after start` }]);
       return;
     }
+    case 'updatePreferences':
+      validatePreferences(cfg, op.preferences);
+      return;
     case 'deletePause':
       needStreak(cfg);
       if (typeof op.id !== 'string' || op.id.length === 0 || op.id.length > 255) throw new ValidationError('pauseId must be a non-empty string', [{ path: ['pauseId'], message: 'must be a non-empty string' }]);
@@ -191,6 +293,9 @@ export function applyOperation(cfg: LaurelConfig, prior: UserState, op: Operatio
       break;
     case 'deletePause':
       out = deletePause(step, op.id);
+      break;
+    case 'updatePreferences':
+      out = updatePreferences(step, op.preferences);
       break;
   }
   finish(step, null, 0, undefined);

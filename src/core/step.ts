@@ -56,6 +56,7 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
   const state: UserState = fresh
     ? base
     : { user: base.user, metrics: base.metrics, achievementProgress: base.achievementProgress, achievements: base.achievements, streak: base.streak, points: base.points, leaderboards: base.leaderboards, rules: base.rules };
+  if (!fresh && base.preferences !== undefined) state.preferences = base.preferences;
   const owned = new Owned(state);
   if (fresh) collectOwned(state, owned);
   const step: Step = {
@@ -334,5 +335,7 @@ function checkedState(state: UserState): UserState {
       return out;
     }),
     rules: state.rules === undefined || state.rules === null ? '' : str(state.rules, 'rules'),
+    // Set by `updatePreferences` (checked there; stores hand back what the engine wrote).
+    ...(typeof state.preferences === 'object' && state.preferences !== null ? { preferences: state.preferences } : {}),
   };
 }

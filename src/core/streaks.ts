@@ -113,6 +113,11 @@ export function advanceStreak(step: Step): void {
 export function recordStreakProgress(step: Step, metricKey: string, value: number): void {
   const cfg = step.cfg.streak;
   if (!cfg || !step.state.streak) return;
+  // A user's own streak rule (`updatePreferences`, within the configuration's guardrails); off: no streak.
+  const mine = step.state.preferences?.streak;
+  if (mine?.enabled === false) return;
+  const metrics = mine?.metrics ?? cfg.metrics;
+  const mode = mine?.mode ?? cfg.mode;
   let s: StreakState = step.state.streak;
   const current = periodStartOf(step.today, cfg.frequency, step.cfg.weekStartsOn);
   if (s.progressPeriod !== current) {
@@ -125,17 +130,17 @@ export function recordStreakProgress(step: Step, metricKey: string, value: numbe
     s.qualified = false;
   }
   let qualifies: boolean;
-  if (!cfg.metrics) {
+  if (!metrics) {
     qualifies = value > 0;
   } else {
-    const watched = cfg.metrics.find((m) => m.key === metricKey);
+    const watched = metrics.find((m) => m.key === metricKey);
     if (watched) {
       s = ownStreak(step);
       s.sums[metricKey] = addExact(own(s.sums, metricKey) ?? 0, value);
     }
     const sums = s.sums;
     const met = (m: { key: string; threshold: number }) => (own(sums, m.key) ?? 0) >= m.threshold;
-    qualifies = cfg.mode === 'all' ? cfg.metrics.every(met) : cfg.metrics.some(met);
+    qualifies = mode === 'all' ? metrics.every(met) : metrics.some(met);
   }
   if (!qualifies || s.qualified) return;
   s = ownStreak(step);

@@ -63,7 +63,8 @@ export type OperationInput =
   | { op: 'restoreStreak' }
   /** `id`: the pause's id when replay applies a recorded pause again (else a new one). */
   | { op: 'pauseStreak'; start: LocalDate; end: LocalDate; id?: string }
-  | { op: 'deletePause'; id: string };
+  | { op: 'deletePause'; id: string }
+  | { op: 'updatePreferences'; preferences: PreferencesPatch };
 
 /** An `operation` ledger row's data: the operation and what it answered (besides the streak view), for idempotent repeats. */
 export type OperationRowData = OperationInput & { result?: Record<string, unknown> };
@@ -117,6 +118,30 @@ export interface UserState {
    * '' for a state written before 0.3 (taken as in line with the configuration that first reads it).
    */
   rules: string;
+  /** Set by `updatePreferences` (absent: the configuration's defaults). */
+  preferences?: UserPreferences;
+}
+
+/** The notification types a user chooses channels for (the hosted service's). */
+export type NotificationType = 'achievement_completed' | 'recap' | 'reactivation' | 'streak_reminder';
+export type NotificationChannel = 'email' | 'push';
+
+/** A user's stored preferences: only what they set; reads fill in the defaults. */
+export interface UserPreferences {
+  notifications?: Partial<Record<NotificationType, NotificationChannel[]>>;
+  streak?: {
+    /** false: the user's streak stays 0. */
+    enabled?: boolean;
+    /** Per-user streak rule, within the configuration's `streak.customization`. */
+    mode?: 'any' | 'all';
+    metrics?: { key: string; threshold: number }[];
+  };
+}
+
+/** A change of preferences: each field given replaces the stored one; `null` returns it to the default. */
+export interface PreferencesPatch {
+  notifications?: Partial<Record<NotificationType, NotificationChannel[]>>;
+  streak?: { enabled?: boolean | null; mode?: 'any' | 'all' | null; metrics?: { key: string; threshold: number }[] | null };
 }
 
 /** A recorded event as given to the pure core. */

@@ -39,6 +39,7 @@ import type {
   LeaderboardView,
   LedgerRow,
   OperationInput,
+  PreferencesPatch,
   StreakPause,
   PointsSystemView,
   PointsTriggerView,
@@ -50,7 +51,7 @@ import type {
   UserState,
 } from '../core/types.js';
 import { needsReconcile } from '../core/rules.js';
-import { applyOperation, operationStreak, pausesFrom, validateOperation, type DeletePauseResult, type GrantFreezesResult, type OperationResult, type PauseStreakResult, type RestoreStreakResult } from '../core/operations.js';
+import { applyOperation, operationStreak, pausesFrom, preferencesView, validateOperation, type PreferencesView, type UpdatePreferencesResult, type DeletePauseResult, type GrantFreezesResult, type OperationResult, type PauseStreakResult, type RestoreStreakResult } from '../core/operations.js';
 import { matchesFilter, own, userZone } from '../core/step.js';
 import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
 import { createMemoryStore } from '../store/memory.js';
@@ -613,6 +614,21 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     /** Deletes one of the user's streak pauses (`deleted: false` with a warning when there is no such pause). */
     async deletePause(userId: string, pauseId: string, opts: OperationOptions = {}): Promise<Replayable<DeletePauseResult>> {
       return operate<DeletePauseResult>(userId, { op: 'deletePause', id: pauseId }, opts);
+    },
+
+    /**
+     * Changes a user's preferences: notification channels per type, and their own streak rule (`enabled`;
+     * `mode` and `metrics` within the configuration's `streak.customization`). Fields left out stay; `null`
+     * returns one to the default. Turning the streak off sets it to 0 until it is turned on again.
+     */
+    async updatePreferences(userId: string, preferences: PreferencesPatch, opts: OperationOptions = {}): Promise<Replayable<UpdatePreferencesResult>> {
+      return operate<UpdatePreferencesResult>(userId, { op: 'updatePreferences', preferences }, opts);
+    },
+
+    /** A user's preferences, defaults filled in (every notification on every channel; the configuration's streak rule). */
+    async getPreferences(userId: string): Promise<PreferencesView> {
+      const { state } = await loadOrThrow(userId);
+      return preferencesView(config, state);
     },
 
     /** Materialises due time grants and streak maintenance for a user; returns the systems that changed. */
