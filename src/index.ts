@@ -110,9 +110,11 @@ export type {
   Replayable,
 } from './engine/engine.js';
 export { applyOperation, MAX_PAUSE_DAYS, MAX_PAUSES } from './core/operations.js';
-export type { DeletePauseResult, GrantFreezesResult, OperationResult, PauseStreakResult, PreferencesView, RestoreStreakResult, StreakOperationResult, UpdatePreferencesResult } from './core/operations.js';
+export type { AdjustPointsResult, DeletePauseResult, GrantFreezesResult, OperationResult, PauseStreakResult, PreferencesView, RestoreStreakResult, StreakOperationResult, UpdatePreferencesResult } from './core/operations.js';
 export type { Aggregation, SummaryOptions, SummaryRow } from './engine/summaries.js';
+export type { DeleteUserResult, ResetUserResult, UserEvent, UserEventsOptions, UserEventsPage } from './engine/users.js';
 export type { Store, BatchCommitOutcome, Commit, CommitResult, EventLoad, IdempotencyLookup, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, VersionedState } from './store/types.js';
+export type { Erasure, ErasureResult, EventsPage } from './store/types.js';
 export type { BatchEvent, BatchEventResult } from './engine/batch.js';
 export type { IndexEntry } from './store/ordered-index.js';
 export type { RankIndex, RankIndexSource, VersionedWrite, WithRankIndexOptions } from './store/rank-index.js';

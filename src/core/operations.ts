@@ -4,12 +4,16 @@
  * a user rebuilt from their ledger has the freezes, restores and pauses an operator gave them.
  */
 import type { LaurelConfig } from '../config/define.js';
-import { ValidationError } from '../errors.js';
+import { NotFoundError, ValidationError } from '../errors.js';
+import type { CompiledPointsSystem } from '../config/define.js';
+import { MAX_EXACT } from './decimal.js';
+import { adjust, eventPoints, pointsState } from './points.js';
+import { validateText } from './users.js';
 import { addDays, isValidLocalDate, periodStartOf, previousPeriodStart, type LocalDate } from './calendar.js';
 import { begin, finish } from './apply.js';
-import { ownStreak, sealState, type Step } from './step.js';
+import { ownStreak, record, sealState, type Step } from './step.js';
 import { extendedAt, streakView } from './streaks.js';
-import type { CoreContext, Effects, NotificationChannel, NotificationType, OperationInput, OperationRowData, PreferencesPatch, StreakPause, StreakView, UserPreferences, UserState } from './types.js';
+import type { CoreContext, Effects, EventPoints, NotificationChannel, NotificationType, OperationInput, OperationRowData, PreferencesPatch, StreakPause, StreakView, UserPreferences, UserState } from './types.js';
 
 /** The most pauses a user may have scheduled or running at once. */
 export const MAX_PAUSES = 10;
@@ -52,7 +56,16 @@ export interface UpdatePreferencesResult extends StreakOperationResult {
   preferences: PreferencesView;
 }
 
-export type OperationResult = GrantFreezesResult | RestoreStreakResult | PauseStreakResult | DeletePauseResult | UpdatePreferencesResult;
+export interface AdjustPointsResult extends StreakOperationResult {
+  /** Points actually added (negative for a spend; less than asked when a grant reaches `maxPoints`). */
+  awarded: number;
+  /** The system's total after the adjustment. */
+  total: number;
+  /** The system as an event response shows it (total, level, the adjustment award); empty when nothing changed. */
+  points: Record<string, EventPoints>;
+}
+
+export type OperationResult = AdjustPointsResult | GrantFreezesResult | RestoreStreakResult | PauseStreakResult | DeletePauseResult | UpdatePreferencesResult;
 
 export const NOTIFICATION_TYPES: readonly NotificationType[] = ['achievement_completed', 'recap', 'reactivation', 'streak_reminder'];
 const CHANNELS: readonly NotificationChannel[] = ['email', 'push'];
@@ -186,6 +199,13 @@ export function validateOperation(cfg: LaurelConfig, op: OperationInput): void {
     case 'updatePreferences':
       validatePreferences(cfg, op.preferences);
       return;
+    case 'adjustPoints':
+      if (typeof op.system !== 'string' || !cfg.index.pointsSystems.has(op.system)) throw new NotFoundError('pointsSystem', String(op.system));
+      if (typeof op.amount !== 'number' || !Number.isInteger(op.amount) || op.amount === 0 || Math.abs(op.amount) > MAX_EXACT) {
+        throw new ValidationError(`amount must be a non-zero integer within +-${MAX_EXACT} (got ${String(op.amount)})`, [{ path: ['amount'], message: 'must be a non-zero integer' }]);
+      }
+      if (op.reason !== undefined) validateText(op.reason, ['reason'], 1000, { nonEmpty: true });
+      return;
     case 'deletePause':
       needStreak(cfg);
       if (typeof op.id !== 'string' || op.id.length === 0 || op.id.length > 255) throw new ValidationError('pauseId must be a non-empty string', [{ path: ['pauseId'], message: 'must be a non-empty string' }]);
@@ -297,9 +317,16 @@ export function applyOperation(cfg: LaurelConfig, prior: UserState, op: Operatio
     case 'updatePreferences':
       out = updatePreferences(step, op.preferences);
       break;
+    case 'adjustPoints': {
+      const system = step.cfg.index.pointsSystems.get(op.system) as CompiledPointsSystem;
+      const awarded = adjust(step, system, op.amount, op.reason ?? null);
+      out = { streak: result(step), awarded, total: pointsState(step.state, system.key).total, points: record() };
+      break;
+    }
   }
   finish(step, null, 0, undefined);
   out.streak = result(step);
+  if (op.op === 'adjustPoints') (out as AdjustPointsResult).points = eventPoints(step);
   const { streak: _streak, ...answered } = out;
   const { id: _replayedId, ...input } = op as OperationInput & { id?: string };
   const data: OperationRowData = { ...(op.op === 'pauseStreak' ? input : op), result: answered } as OperationRowData;

@@ -105,7 +105,7 @@ export function award(step: Step, system: CompiledPointsSystem, trigger: Compile
   if (next < lower) next = Math.min(ps.total, lower);
   const awarded = next - ps.total;
   if (awarded === 0) return;
-  book(step, system, trigger, awarded, at, boosts.length > 0 ? { boosts: boosts as BoostView[] } : {}, backdated);
+  book(step, system, triggerView(trigger), awarded, at, boosts.length > 0 ? { boosts: boosts as BoostView[] } : {}, backdated);
 }
 
 /**
@@ -114,16 +114,38 @@ export function award(step: Step, system: CompiledPointsSystem, trigger: Compile
  * (one a configuration change found owed since `at`) is dated `at` but booked now: its row's `at` is now and
  * its `dated` is `at`, so charts count it when it was booked.
  */
-function book(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, awarded: number, at: Date, extra: { boosts?: BoostView[]; grants?: GrantRun }, backdated = false): void {
+function book(step: Step, system: CompiledPointsSystem, trigger: PointsTriggerView, awarded: number, at: Date, extra: { boosts?: BoostView[]; grants?: GrantRun }, backdated = false): void {
   const ps = ownPoints(step, system.key);
   ps.total += awarded;
   const date = at === step.now ? step.nowIso : at.toISOString();
-  const made: Award = { id: step.newId(), awarded, date, total: ps.total, trigger: triggerView(trigger), ...extra };
+  const made: Award = { id: step.newId(), awarded, date, total: ps.total, trigger, ...extra };
   const row: AwardRow = backdated ? { trigger: trigger.id, type: trigger.type, ...extra, dated: date } : { trigger: trigger.id, type: trigger.type, ...extra };
+  if (trigger.reason !== undefined) row.reason = trigger.reason;
   let list = step.awards.get(system.key);
   if (!list) step.awards.set(system.key, (list = []));
   list.push(made);
   step.effects.ledger.push({ id: made.id, userId: step.state.user.id, kind: 'points', key: system.key, at: backdated ? step.nowIso : date, delta: awarded, total: ps.total, data: row });
+}
+
+/** The trigger id every explicit adjustment (`adjustPoints`) is booked under. */
+export const ADJUSTMENT_TRIGGER_ID = 'adjustment';
+
+/**
+ * An explicit grant (positive) or spend (negative) of `amount` points (`adjustPoints`): an award with trigger
+ * type `adjustment` and the reason. A grant stops at `maxPoints`; a spend below the system's floor (0 unless
+ * `allowNegative`) fails whole. Returns the points actually added (0 when a grant finds the cap reached).
+ * @throws {InsufficientPointsError} when a spend would take the balance below the floor.
+ */
+export function adjust(step: Step, system: CompiledPointsSystem, amount: number, reason: string | null): number {
+  const ps = pointsState(step.state, system.key);
+  if (amount < 0 && ps.total + amount < floorOf(system)) throw new InsufficientPointsError(system.key, ps.total, -amount);
+  const next = amount > 0 ? Math.min(ps.total + amount, Math.max(ps.total, ceilingOf(system))) : ps.total + amount;
+  const awarded = next - ps.total;
+  if (awarded === 0) return 0;
+  const view: PointsTriggerView = { id: ADJUSTMENT_TRIGGER_ID, type: 'adjustment', points: amount };
+  if (reason !== null) view.reason = reason;
+  book(step, system, view, awarded, step.now, {});
+  return awarded;
 }
 
 /** The highest total a system allows: `maxPoints`, and never above the exact range (2^53 - 1). */
@@ -255,7 +277,7 @@ function runLength(step: Step, system: CompiledPointsSystem, total: number, firs
 /** Makes `count` grants of a time trigger, the first falling due at `at`, as one award and one ledger row. */
 function awardRun(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, count: number, at: Date): void {
   if (trigger.type !== 'time') return;
-  book(step, system, trigger, trigger.points * count, at, { grants: { count, unit: trigger.timeUnit, every: trigger.timeInterval, tz: step.tz } });
+  book(step, system, triggerView(trigger), trigger.points * count, at, { grants: { count, unit: trigger.timeUnit, every: trigger.timeInterval, tz: step.tz } });
 }
 
 /** The instant (ms) of grant `j` (0-based) of a run whose first grant fell due at `first`. */
@@ -356,7 +378,7 @@ export function awardOfRow(system: CompiledPointsSystem, row: LedgerRow): Award 
   let byId = triggersById.get(system);
   if (!byId) triggersById.set(system, (byId = new Map(system.triggers.map((t) => [t.id, t]))));
   const compact = data as AwardRow | null;
-  const trigger = compact ? (byId.get(compact.trigger) ?? system.legacyTriggerIds.get(compact.trigger)) : undefined;
+  const trigger = compact && compact.type !== 'adjustment' ? (byId.get(compact.trigger) ?? system.legacyTriggerIds.get(compact.trigger)) : undefined;
   const made: Award = {
     id: row.id,
     awarded: row.delta,
@@ -364,6 +386,7 @@ export function awardOfRow(system: CompiledPointsSystem, row: LedgerRow): Award 
     total: row.total,
     trigger: trigger ? triggerView(trigger) : { id: compact?.trigger ?? '', type: compact?.type ?? 'metric', points: row.delta },
   };
+  if (compact?.reason !== undefined) made.trigger = { ...made.trigger, reason: compact.reason };
   if (compact?.boosts) made.boosts = compact.boosts;
   if (compact?.grants) made.grants = compact.grants;
   return made;

@@ -64,7 +64,8 @@ export type OperationInput =
   /** `id`: the pause's id when replay applies a recorded pause again (else a new one). */
   | { op: 'pauseStreak'; start: LocalDate; end: LocalDate; id?: string }
   | { op: 'deletePause'; id: string }
-  | { op: 'updatePreferences'; preferences: PreferencesPatch };
+  | { op: 'updatePreferences'; preferences: PreferencesPatch }
+  | { op: 'adjustPoints'; system: string; amount: number; reason?: string };
 
 /** An `operation` ledger row's data: the operation and what it answered (besides the streak view), for idempotent repeats. */
 export type OperationRowData = OperationInput & { result?: Record<string, unknown> };
@@ -225,6 +226,8 @@ export interface AwardRow {
   type: PointsTriggerView['type'];
   boosts?: BoostView[];
   grants?: GrantRun;
+  /** An explicit adjustment's reason (`adjustPoints`). */
+  reason?: string;
   /**
    * The instant the award counts from, when it was booked later than that (the row's `at` is when it was
    * booked): an achievement's points paid when a configuration change backdated it, or an award replay
@@ -347,8 +350,11 @@ export interface EventStreak extends StreakView {
 
 export interface PointsTriggerView {
   id: string;
-  type: 'metric' | 'streak' | 'achievement' | 'time' | 'user_creation';
+  /** `adjustment`: an explicit grant or spend (`adjustPoints`), not a configured trigger. */
+  type: 'metric' | 'streak' | 'achievement' | 'time' | 'user_creation' | 'adjustment';
   points: number;
+  /** An adjustment's reason, when one was given. */
+  reason?: string;
   metricId?: string;
   metricName?: string;
   metricThreshold?: number;

@@ -51,7 +51,7 @@ import type {
   UserState,
 } from '../core/types.js';
 import { needsReconcile } from '../core/rules.js';
-import { applyOperation, operationStreak, pausesFrom, preferencesView, validateOperation, type PreferencesView, type UpdatePreferencesResult, type DeletePauseResult, type GrantFreezesResult, type OperationResult, type PauseStreakResult, type RestoreStreakResult } from '../core/operations.js';
+import { applyOperation, type AdjustPointsResult, operationStreak, pausesFrom, preferencesView, validateOperation, type PreferencesView, type UpdatePreferencesResult, type DeletePauseResult, type GrantFreezesResult, type OperationResult, type PauseStreakResult, type RestoreStreakResult } from '../core/operations.js';
 import { matchesFilter, own, userZone } from '../core/step.js';
 import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
 import { createMemoryStore } from '../store/memory.js';
@@ -59,6 +59,7 @@ import type { CommitResult, RankChange, Store, VersionedState } from '../store/t
 import { eventOf, recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
 import { joinEffects, rankOfValue, reconcileFromStore, runReplay, type ReplayOptions, type ReplayReport } from './evolution.js';
 import { KeyedLock } from './lock.js';
+import { deleteUser, getUserEvents, resetUser, type DeleteUserResult, type ResetUserResult, type UserEventsOptions, type UserEventsPage, type UserOperationsContext } from './users.js';
 import { foldSummary, spreadGrants, summaryPeriods, validateSummaryOptions, type DatedTotal, type SummaryOptions, type SummaryRow } from './summaries.js';
 
 /** Bounded optimistic-concurrency retries. */
@@ -422,6 +423,9 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     return { ...view, awards, effects: joinEffects(prior.effects, view.effects) };
   }
 
+  /** What the operations on users (./users.ts) need. */
+  const userOperations = (): UserOperationsContext => ({ config, store, context, degraded, withUser: (userId, attempt) => withUser(userId, attempt) });
+
   const engine = {
     config: options.config,
     /** The store given to `createEngine` (the engine itself reads it through a guard that types every failure). */
@@ -544,6 +548,44 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     },
 
     /**
+     * Erases a user (right to erasure), irreversibly: their record, state, ledger, idempotency records, entries
+     * in every board run and totals index, and rank history, in one store transaction under the user's lock;
+     * the counters (users, achievement completions) are adjusted, so rarity, level summaries and histograms
+     * leave the user out and the ranks of others close the gap. A later call with the same id creates a new
+     * user. See docs/rules.md, "Operations on users".
+     * @throws {NotFoundError} for an unknown user.
+     */
+    async deleteUser(userId: string): Promise<DeleteUserResult> {
+      return deleteUser(userOperations(), userId);
+    },
+
+    /**
+     * Resets a user to a new user as of now: the record's fields and the preferences stay; metrics,
+     * achievements, streak, points, board entries, rank history, ledger and idempotency records go, with the
+     * same bookkeeping as `deleteUser` (the user still counts). `user_creation` awards and initial freezes
+     * are granted again. See docs/rules.md, "Operations on users".
+     * @throws {NotFoundError} for an unknown user.
+     */
+    async resetUser(userId: string): Promise<ResetUserResult> {
+      return resetUser(userOperations(), userId);
+    },
+
+    /**
+     * A page of a user's recorded events, newest first, with value, total, attributes and idempotency key
+     * (`limit` 1..100, default 20; `before`: the previous page's `next`). Reversal rows written by replay are
+     * left out.
+     * @throws {NotFoundError} unknown user or metric. {@link ValidationError} bad `limit` or cursor.
+     * @example
+     * ```ts
+     * const first = await engine.getUserEvents('u1', { metricKey: 'lessons', limit: 50 });
+     * const older = first.next ? await engine.getUserEvents('u1', { metricKey: 'lessons', before: first.next }) : null;
+     * ```
+     */
+    async getUserEvents(userId: string, opts: UserEventsOptions<MetricKeyOf<C>> = {}): Promise<UserEventsPage> {
+      return getUserEvents(userOperations(), userId, opts);
+    },
+
+    /**
      * Completes an `api` achievement. Idempotent: completing it again returns the first completion.
      * @throws {NotFoundError} unknown achievement. {@link ValidationError} not an `api` achievement.
      */
@@ -623,6 +665,20 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
      */
     async updatePreferences(userId: string, preferences: PreferencesPatch, opts: OperationOptions = {}): Promise<Replayable<UpdatePreferencesResult>> {
       return operate<UpdatePreferencesResult>(userId, { op: 'updatePreferences', preferences }, opts);
+    },
+
+    /**
+     * An explicit grant (positive `amount`) or spend (negative) of points: an award with trigger type
+     * `adjustment` and the `reason`, in summaries and boards like any other. A grant stops at `maxPoints`; a
+     * spend the balance cannot cover fails whole with `InsufficientPointsError` (422).
+     * @example
+     * ```ts
+     * await engine.adjustPoints('u1', 'coins', -50, { reason: 'bought a streak freeze', idempotencyKey: 'order-42' });
+     * ```
+     */
+    async adjustPoints(userId: string, systemKey: PointsKeyOf<C>, amount: number, opts: OperationOptions & { reason?: string } = {}): Promise<Replayable<AdjustPointsResult>> {
+      const reason = (opts ?? {}).reason;
+      return operate<AdjustPointsResult>(userId, { op: 'adjustPoints', system: systemKey as string, amount, ...(reason === undefined ? {} : { reason }) }, opts);
     },
 
     /** A user's preferences, defaults filled in (every notification on every channel; the configuration's streak rule). */
