@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import { defineConfig, InsufficientPointsError } from '../src/index.js';
+import { defineConfig, InsufficientPointsError, type AdjustPointsResult, type GrantFreezesResult } from '../src/index.js';
 import { onEachStore, setupOn } from './stores.js';
 
 const config = defineConfig({
@@ -85,4 +85,38 @@ onEachStore('adjustPoints', (kind) => {
       { numRuns: kind === 'memory' ? 60 : 5 },
     );
   }, 120_000);
+});
+
+const shop = defineConfig({
+  metrics: [{ key: 'lessons', name: 'Lessons' }],
+  streak: { frequency: 'daily', freezes: { initial: 0, max: 1 } },
+  pointsSystems: [{ key: 'coins', name: 'Coins', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }] }],
+});
+
+const buy = [
+  { op: 'adjustPoints' as const, system: 'coins', amount: -30, reason: 'freeze' },
+  { op: 'grantFreezes' as const, count: 1, requireRoom: true },
+];
+
+onEachStore('runOperations', (kind) => {
+  it('buys a freeze with coins atomically and idempotently: both or neither, charged once', async () => {
+    const t = await setupOn(kind, shop, '2026-03-02T09:00:00Z');
+    await t.engine.recordEvent('lessons', { user: { id: 'u1' }, value: 2 });
+    // Short of coins: nothing happens, not even the freeze.
+    await expect(t.engine.runOperations('u1', buy, { idempotencyKey: 'order-1' })).rejects.toBeInstanceOf(InsufficientPointsError);
+    expect((await t.engine.getStreak('u1')).freezes).toBe(0);
+    await t.engine.recordEvent('lessons', { user: { id: 'u1' }, value: 5 });
+    const [spent, granted] = (await t.engine.runOperations('u1', buy, { idempotencyKey: 'order-2' })) as [AdjustPointsResult, GrantFreezesResult];
+    expect(spent).toMatchObject({ awarded: -30, total: 40, idempotentReplayed: false });
+    expect(granted).toMatchObject({ granted: 1, streak: { freezes: 1 }, idempotentReplayed: false });
+    const again = await t.engine.runOperations('u1', buy, { idempotencyKey: 'order-2' });
+    expect(again).toMatchObject([{ awarded: -30, total: 40, idempotentReplayed: true }, { granted: 1, idempotentReplayed: true }]);
+    // No room for a second freeze: the coins are not spent either.
+    await expect(t.engine.runOperations('u1', buy, { idempotencyKey: 'order-3' })).rejects.toMatchObject({ code: 'VALIDATION' });
+    expect((await t.engine.getPointsSummary('u1', 'coins')).total).toBe(40);
+    expect((await t.engine.getStreak('u1')).freezes).toBe(1);
+    await t.engine.accrue('u1');
+    const report = await t.engine.replay({ policy: 'retroactive', dryRun: true, users: ['u1'] });
+    expect(report.diffs.filter((d) => d.changed)).toEqual([]);
+  });
 });

@@ -183,6 +183,7 @@ export function validateOperation(cfg: LaurelConfig, op: OperationInput): void {
     case 'grantFreezes':
       if (!needStreak(cfg).freezes) throw new ValidationError('streak freezes are not configured', [{ path: ['streak', 'freezes'], message: 'are not configured' }]);
       positiveInt(op.count, 'count', 1_000_000);
+      if (op.requireRoom !== undefined && typeof op.requireRoom !== 'boolean') throw new ValidationError('requireRoom must be a boolean', [{ path: ['requireRoom'], message: 'must be a boolean' }]);
       return;
     case 'restoreStreak':
       needStreak(cfg);
@@ -239,8 +240,10 @@ export function operationStreak(cfg: LaurelConfig, state: UserState, today: Loca
 
 const result = (step: Step) => operationStreak(step.cfg, step.state, step.today);
 
-function grantFreezes(step: Step, count: number): GrantFreezesResult {
+function grantFreezes(step: Step, count: number, requireRoom: boolean): GrantFreezesResult {
   const max = step.cfg.streak?.freezes?.max ?? 0;
+  const have = step.state.streak?.freezes ?? 0;
+  if (requireRoom && have + count > max) throw new ValidationError(`Would exceed maximum freeze limit (${have} of ${max}, ${count} more asked)`, [{ path: ['count'], message: 'would exceed the maximum freeze limit' }]);
   const s = ownStreak(step);
   const granted = Math.max(0, Math.min(count, max - s.freezes));
   s.freezes += granted;
@@ -303,7 +306,7 @@ export function applyOperation(cfg: LaurelConfig, prior: UserState, op: Operatio
   let out: OperationResult;
   switch (op.op) {
     case 'grantFreezes':
-      out = grantFreezes(step, op.count);
+      out = grantFreezes(step, op.count, op.requireRoom === true);
       break;
     case 'restoreStreak':
       out = restoreStreak(step);

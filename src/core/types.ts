@@ -59,7 +59,8 @@ export interface StreakPause {
 
 /** An `operation` ledger row's data (key: `op`): an operator's call, applied again by replay. */
 export type OperationInput =
-  | { op: 'grantFreezes'; count: number }
+  /** `requireRoom`: fail (instead of reporting the excess) when the freezes would exceed the maximum. */
+  | { op: 'grantFreezes'; count: number; requireRoom?: boolean }
   | { op: 'restoreStreak' }
   /** `id`: the pause's id when replay applies a recorded pause again (else a new one). */
   | { op: 'pauseStreak'; start: LocalDate; end: LocalDate; id?: string }
@@ -68,7 +69,11 @@ export type OperationInput =
   | { op: 'adjustPoints'; system: string; amount: number; reason?: string };
 
 /** An `operation` ledger row's data: the operation and what it answered (besides the streak view), for idempotent repeats. */
-export type OperationRowData = OperationInput & { result?: Record<string, unknown> };
+export type OperationRowData = OperationInput & {
+  result?: Record<string, unknown>;
+  /** On the last row of several operations run as one call: the ids of all their rows, in order. */
+  batch?: string[];
+};
 
 export interface PointsState {
   total: number;

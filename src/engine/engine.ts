@@ -39,6 +39,7 @@ import type {
   LeaderboardView,
   LedgerRow,
   OperationInput,
+  OperationRowData,
   PreferencesPatch,
   StreakPause,
   PointsSystemView,
@@ -388,28 +389,54 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
    * back from its ledger row) with the current streak and `idempotentReplayed: true`, and changes nothing.
    */
   async function operate<R extends OperationResult>(userId: string, op: OperationInput, opts: OperationOptions): Promise<Replayable<R>> {
+    return (await operateAll(userId, [op], opts))[0] as Replayable<R>;
+  }
+
+  /**
+   * Runs operator operations on one user as one atomic call: each applied to the state the previous one left,
+   * all committed together (one `operation` ledger row each), or none when any fails. With an idempotency
+   * key, a repeat returns the first call's answers (read back from their ledger rows) with the current streak
+   * and `idempotentReplayed: true`, and changes nothing.
+   */
+  async function operateAll(userId: string, ops: readonly OperationInput[], opts: OperationOptions): Promise<Replayable<OperationResult>[]> {
     validateUserId(userId, ['userId']);
-    validateOperation(config, op);
+    if (!Array.isArray(ops) || ops.length === 0 || ops.length > 100) throw new ValidationError('operations must be a list of 1 to 100 operations', [{ path: ['operations'], message: 'must list 1 to 100 operations' }]);
+    ops.forEach((op) => validateOperation(config, op));
     const key = (opts ?? {}).idempotencyKey;
     if (key !== undefined) validateText(key, ['idempotencyKey'], 255, { nonEmpty: true });
-    const scope = `op/${op.op}`;
+    const scope = `op/${ops.map((o) => o.op).join('+')}`;
     return withUser(userId, async (loaded) => {
       if (!loaded) throw new NotFoundError('user', userId);
       const ctx = context();
       const record = key === undefined ? null : await store.getIdempotencyRecord(userId, scope, key);
       if (record) {
         const view = await viewOf(loaded.state, ctx);
-        const [row] = (await store.readLedger({ userId, kind: 'operation', key: op.op, from: record.at, to: new Date(Date.parse(record.at) + 1).toISOString(), order: 'asc' })).filter((r) => r.id === record.eventId);
-        const first = ((row?.data as { result?: Omit<R, 'streak'> } | undefined)?.result ?? {}) as Omit<R, 'streak'>;
-        return { ...first, streak: operationStreak(config, view.state, view.today), idempotentReplayed: true } as unknown as Replayable<R>;
+        const to = new Date(Date.parse(record.at) + 1).toISOString();
+        const rows = new Map<string, LedgerRow>();
+        for (const k of new Set(ops.map((o) => o.op))) for (const r of await store.readLedger({ userId, kind: 'operation', key: k, from: record.at, to, order: 'asc' })) rows.set(r.id, r);
+        const last = rows.get(record.eventId)?.data as OperationRowData | undefined;
+        const ids = last?.batch ?? [record.eventId];
+        const streak = operationStreak(config, view.state, view.today);
+        return ids.map((id) => ({ ...((rows.get(id)?.data as OperationRowData | undefined)?.result ?? {}), streak, idempotentReplayed: true }) as unknown as Replayable<OperationResult>);
       }
       const prior = await current(loaded.state, ctx);
-      const out = applyOperation(config, prior.state, op, ctx);
-      const effects = prior.effects ? joinEffects(prior.effects, out.effects) : out.effects;
-      const opRow = effects.ledger[effects.ledger.length - 1] as LedgerRow;
-      if (key !== undefined) effects.idempotency = { userId, metricKey: scope, key, eventId: opRow.id, at: opRow.at };
-      await commit(userId, loaded, out.state, effects);
-      return (key === undefined ? out.result : { ...out.result, idempotentReplayed: false }) as Replayable<R>;
+      let state = prior.state;
+      let effects = prior.effects;
+      const results: OperationResult[] = [];
+      const opRows: LedgerRow[] = [];
+      for (const op of ops) {
+        const out = applyOperation(config, state, op, ctx);
+        state = out.state;
+        effects = effects ? joinEffects(effects, out.effects) : out.effects;
+        opRows.push(out.effects.ledger[out.effects.ledger.length - 1] as LedgerRow);
+        results.push(out.result);
+      }
+      const lastRow = opRows[opRows.length - 1] as LedgerRow;
+      // The last row of a batch names every row of it, so that a repeat finds all the answers.
+      if (opRows.length > 1) lastRow.data = { ...(lastRow.data as OperationRowData), batch: opRows.map((r) => r.id) };
+      if (key !== undefined) (effects as Effects).idempotency = { userId, metricKey: scope, key, eventId: lastRow.id, at: lastRow.at };
+      await commit(userId, loaded, state, effects as Effects);
+      return results.map((r) => (key === undefined ? r : { ...r, idempotentReplayed: false }));
     });
   }
 
@@ -679,6 +706,15 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     async adjustPoints(userId: string, systemKey: PointsKeyOf<C>, amount: number, opts: OperationOptions & { reason?: string } = {}): Promise<Replayable<AdjustPointsResult>> {
       const reason = (opts ?? {}).reason;
       return operate<AdjustPointsResult>(userId, { op: 'adjustPoints', system: systemKey as string, amount, ...(reason === undefined ? {} : { reason }) }, opts);
+    },
+
+    /**
+     * Runs several operations on one user atomically (all committed in one call, or none when one fails),
+     * e.g. a shop's "spend 50 coins and grant a freeze": `[{ op: 'adjustPoints', system: 'coins', amount: -50 },
+     * { op: 'grantFreezes', count: 1, requireRoom: true }]`. Answers one result per operation, in order.
+     */
+    async runOperations(userId: string, operations: readonly OperationInput[], opts: OperationOptions = {}): Promise<Replayable<OperationResult>[]> {
+      return operateAll(userId, operations, opts);
     },
 
     /** A user's preferences, defaults filled in (every notification on every channel; the configuration's streak rule). */
