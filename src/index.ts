@@ -107,6 +107,7 @@ export type {
   UserLeaderboard,
   BoardStatus,
   OperationOptions,
+  Profile,
   Replayable,
 } from './engine/engine.js';
 export { applyOperation, MAX_PAUSE_DAYS, MAX_PAUSES } from './core/operations.js';

@@ -167,6 +167,8 @@ export interface LaurelConfig<K extends ConfigKeys = ConfigKeys> {
   readonly streak: CompiledStreak | null;
   readonly pointsSystems: readonly CompiledPointsSystem[];
   readonly leaderboards: readonly CompiledLeaderboard[];
+  /** The experiment's control group: `controlRatio` of new users, chosen from their id; null: none. */
+  readonly experiment: { readonly controlRatio: number } | null;
   readonly index: {
     readonly metrics: ReadonlyMap<string, CompiledMetric>;
     readonly eventAttributes: ReadonlySet<string>;
@@ -434,6 +436,7 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
     streak,
     pointsSystems,
     leaderboards,
+    experiment: cfg.experiment ? { controlRatio: cfg.experiment.controlRatio } : null,
     index: {
       metrics: metricsByKey,
       eventAttributes: new Set(attributes.filter((a) => a.type === 'event').map((a) => a.key)),

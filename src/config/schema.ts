@@ -171,6 +171,8 @@ export const configSchema = z
     streak: streakSchema.optional(),
     pointsSystems: z.array(pointsSystemSchema).default([]),
     leaderboards: z.array(leaderboardSchema).default([]),
+    // A control group for experiments: this share of new users (chosen from their id) gets no reminders.
+    experiment: z.object({ controlRatio: z.number().min(0).max(1) }).strict().optional(),
   })
   .strict()
   .superRefine((cfg, ctx) => {

@@ -297,6 +297,7 @@ function checkedState(state: UserState): UserState {
       attributes: checkRecord(u.attributes, 'user.attributes', (v) => str(v, 'user.attributes')),
       created: instant(u.created, 'user.created'),
       updated: str(u.updated, 'user.updated'),
+      ...(u.control === true ? { control: true } : {}),
     },
     metrics: checkRecord(state.metrics, 'metrics', (v) => dec(v, 'metrics')),
     achievementProgress: checkRecord(state.achievementProgress, 'achievementProgress', (v) => dec(v, 'achievementProgress')),

@@ -23,6 +23,8 @@ export interface UserRecord {
   attributes: Record<string, string>;
   /** ISO instant of creation. */
   created: string;
+  /** In the experiment's control group (`config.experiment`), fixed at creation; absent: not in it. */
+  control?: boolean;
   /** ISO instant of the last change. */
   updated: string;
 }

@@ -7,6 +7,7 @@ import { MAX_EXACT } from './decimal.js';
 import { isStorableText } from './text.js';
 import { canonicalTimeZone, isValidTimeZone } from './calendar.js';
 import { emptyPointsState } from './points.js';
+import { stableId } from './ids.js';
 import { emptyStreak } from './streaks.js';
 import { own, ownUser, stateRecord, type Step } from './step.js';
 import type { EventInput, PointsState, UserInput, UserRecord, UserState } from './types.js';
@@ -86,6 +87,7 @@ export function newUserState(cfg: LaurelConfig, input: UserInput, nowIso: string
     created: nowIso,
     updated: nowIso,
   };
+  if (inControlGroup(cfg, input.id)) user.control = true;
   const points: Record<string, PointsState> = {};
   for (const ps of cfg.pointsSystems) points[ps.key] = emptyPointsState();
   return {
@@ -98,6 +100,15 @@ export function newUserState(cfg: LaurelConfig, input: UserInput, nowIso: string
     leaderboards: {},
     rules: cfg.rules.all,
   };
+}
+
+/**
+ * Whether a new user falls in the experiment's control group: a hash of the id, read as a fraction of 2^32,
+ * below `controlRatio`. Deterministic, so every process and store assigns the same users.
+ */
+export function inControlGroup(cfg: LaurelConfig, userId: string): boolean {
+  if (!cfg.experiment || cfg.experiment.controlRatio <= 0) return false;
+  return parseInt(stableId('experiment', userId).slice(0, 8), 16) / 2 ** 32 < cfg.experiment.controlRatio;
 }
 
 /** Applies the upsert rules to an existing user: latest non-empty email, name and tz win; attributes merge. */

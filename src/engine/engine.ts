@@ -106,7 +106,21 @@ export interface RecordOptions {
   idempotencyKey?: string;
 }
 
-export interface UserView extends UserRecord {}
+export interface UserView extends UserRecord {
+  /** In the experiment's control group (`config.experiment`): no reminders are emitted for them. */
+  control: boolean;
+}
+
+/** `getProfile`: what a profile screen shows, from one load of the user's state. */
+export interface Profile {
+  user: UserView;
+  metrics: MetricResponse[];
+  streak: Omit<StreakResponse, 'streakHistory'>;
+  points: Record<string, PointsSystemView & { total: number; level: LevelView | null }>;
+  achievements: UserAchievement[];
+  /** The user's standing in the current run of every active board (rank null: not ranked). */
+  leaderboards: Record<string, { run: { start: string; end: string | null }; rank: number | null; value: number | null }>;
+}
 
 export interface StreakResponse extends StreakView {
   /** Instant of the last extension; null while the streak is not active (length 0). */
@@ -183,7 +197,7 @@ const intIn = (value: unknown, name: string, min: number, max: number, fallback:
 };
 
 /** A copy of the user record of a state (states are immutable values a store may share). */
-const userView = (state: UserState): UserView => ({ ...state.user, attributes: { ...state.user.attributes } });
+const userView = (state: UserState): UserView => ({ ...state.user, attributes: { ...state.user.attributes }, control: state.user.control === true });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -715,6 +729,46 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
      */
     async runOperations(userId: string, operations: readonly OperationInput[], opts: OperationOptions = {}): Promise<Replayable<OperationResult>[]> {
       return operateAll(userId, operations, opts);
+    },
+
+    /**
+     * Everything a profile screen shows, from one load of the user's state: the user, every metric with its
+     * achievements, the streak (with pauses, without history), each points system's total and level, the
+     * achievements listed for the user (incomplete ones with progress), and the user's standing in the
+     * current run of every active board (one entry read per board).
+     */
+    async getProfile(userId: string): Promise<Profile> {
+      const { state } = await loadOrThrow(userId);
+      const ctx = context();
+      const view = await viewOf(state, ctx);
+      const s = view.state;
+      const points = Object.fromEntries(
+        config.pointsSystems.map((system) => {
+          const total = own(s.points, system.key)?.total ?? 0;
+          return [system.key, { ...systemView(system), total, level: levelFor(system, total) }];
+        }),
+      );
+      const achievements = config.achievements
+        .filter((a) => listedFor(a, s))
+        .map((a) => (own(s.achievements, a.key) ? userAchievementView(a, s) : { ...userAchievementView(a, s), progress: achievementProgress(config, a, s) }));
+      const leaderboards: Profile['leaderboards'] = {};
+      await Promise.all(
+        config.leaderboards
+          .filter((b) => b.status !== 'inactive')
+          .map(async (b) => {
+            const run = resolveRun(b, undefined, localDateOf(now(), b.timeZone ?? userZone(config, s)));
+            const entry = await store.getEntry(boardIndex(b.key, run.start, groupOf(b, s.user.attributes)), userId);
+            leaderboards[b.key] = { run, rank: capRank(b, entry?.rank), value: entry?.value ?? null };
+          }),
+      );
+      return {
+        user: userView(s),
+        metrics: config.metrics.map((m) => metricResponse(m.key, s)),
+        streak: { ...streakView(config, s, view.today), extended: extendedAt(s), pauses: pausesFrom(s, view.today) },
+        points,
+        achievements,
+        leaderboards,
+      };
     },
 
     /** A user's preferences, defaults filled in (every notification on every channel; the configuration's streak rule). */

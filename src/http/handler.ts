@@ -75,7 +75,7 @@ function attributePairs(raw: string | null): Record<string, string> | undefined 
 
 /** The user as the wire API shows it (with the hosted service's notification fields at their defaults). */
 function wireUser(user: UserRecord) {
-  return { ...user, attributes: { ...user.attributes }, deviceTokens: [], subscribeToEmails: true, control: false };
+  return { ...user, attributes: { ...user.attributes }, deviceTokens: [], subscribeToEmails: true, control: user.control === true };
 }
 
 function wireEvent(res: EventResponse) {
