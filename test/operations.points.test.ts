@@ -120,3 +120,52 @@ onEachStore('runOperations', (kind) => {
     expect(report.diffs.filter((d) => d.changed)).toEqual([]);
   });
 });
+
+const energy = (anchor: 'created' | 'lastSpend') =>
+  defineConfig({
+    metrics: [{ key: 'plays', name: 'Plays' }],
+    pointsSystems: [
+      {
+        key: 'hearts',
+        name: 'Hearts',
+        maxPoints: 5,
+        triggers: [
+          { key: 'start', type: 'user_creation', points: 5 },
+          { key: 'refill', type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1, anchor },
+          { key: 'play', type: 'metric', metricKey: 'plays', metricThreshold: 1, points: -1, blockIfOutOfPoints: true },
+        ],
+      },
+    ],
+  });
+
+onEachStore('energy refills and nextGrantAt', (kind) => {
+  it("anchor: 'lastSpend' refills relative to the last spend, and getPointsSummary tells when the next refill is due", async () => {
+    const t = await setupOn(kind, energy('lastSpend'), '2026-03-02T09:00:00Z');
+    await t.engine.identifyUser({ id: 'u1' });
+    expect((await t.engine.getPointsSummary('u1', 'hearts')).nextGrantAt).toEqual({ refill: null }); // full
+    t.set('2026-03-02T09:30:00Z');
+    await t.engine.recordEvent('plays', { user: { id: 'u1' }, value: 1 });
+    expect(await t.engine.getPointsSummary('u1', 'hearts')).toMatchObject({ total: 4, nextGrantAt: { refill: '2026-03-02T10:30:00.000Z' } });
+    t.set('2026-03-02T10:00:00Z');
+    await t.engine.recordEvent('plays', { user: { id: 'u1' }, value: 1 });
+    // The second spend restarts the timer.
+    expect(await t.engine.getPointsSummary('u1', 'hearts')).toMatchObject({ total: 3, nextGrantAt: { refill: '2026-03-02T11:00:00.000Z' } });
+    t.set('2026-03-02T11:59:59Z');
+    expect((await t.engine.getPointsSummary('u1', 'hearts')).total).toBe(4);
+    t.set('2026-03-02T12:00:00Z');
+    expect(await t.engine.getPointsSummary('u1', 'hearts')).toMatchObject({ total: 5, nextGrantAt: { refill: null } });
+    await t.engine.accrue('u1');
+    const report = await t.engine.replay({ policy: 'retroactive', dryRun: true, users: ['u1'] });
+    expect(report.diffs.filter((d) => d.changed)).toEqual([]);
+  });
+
+  it("anchor: 'created' (the default) keeps the fixed schedule from creation", async () => {
+    const t = await setupOn(kind, energy('created'), '2026-03-02T09:00:00Z');
+    await t.engine.identifyUser({ id: 'u1' });
+    t.set('2026-03-02T09:30:00Z');
+    await t.engine.recordEvent('plays', { user: { id: 'u1' }, value: 1 });
+    expect(await t.engine.getPointsSummary('u1', 'hearts')).toMatchObject({ total: 4, nextGrantAt: { refill: '2026-03-02T10:00:00.000Z' } });
+    t.set('2026-03-02T10:00:00Z');
+    expect((await t.engine.getPointsSummary('u1', 'hearts')).total).toBe(5);
+  });
+});

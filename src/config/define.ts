@@ -121,6 +121,8 @@ export interface CompiledPointsSystem {
   readonly triggers: readonly CompiledTrigger[];
   readonly boosts: readonly CompiledBoost[];
   readonly timeTriggers: readonly CompiledTrigger[];
+  /** True when a time trigger refills from the last spend (`anchor: 'lastSpend'`). */
+  readonly spendAnchored: boolean;
   readonly creationTriggers: readonly CompiledTrigger[];
   readonly streakTriggers: readonly CompiledTrigger[];
   readonly metricTriggers: ReadonlyMap<string, readonly CompiledTrigger[]>;
@@ -384,6 +386,7 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
         userAttributes: b.userAttributes ?? {},
       })),
       timeTriggers: triggers.filter((t) => t.type === 'time'),
+      spendAnchored: triggers.some((t) => t.type === 'time' && t.anchor === 'lastSpend'),
       creationTriggers: triggers.filter((t) => t.type === 'user_creation'),
       streakTriggers: triggers.filter((t) => t.type === 'streak'),
       metricTriggers: groupBy(triggers, (t) => (t.type === 'metric' ? t.metricKey : undefined)),

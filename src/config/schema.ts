@@ -100,7 +100,16 @@ export const pointsTriggerSchema = z.discriminatedUnion('type', [
   // A user_creation trigger pays only a user who has the attributes at creation; a filtered time trigger pays
   // only the grants that fall due while the user has them (docs/rules.md, points).
   z.object({ ...triggerBase, type: z.literal('user_creation'), userAttributes: attributeFilter }).strict(),
-  z.object({ ...triggerBase, type: z.literal('time'), timeUnit: z.enum(['hour', 'day']), timeInterval: z.number().int().min(1), userAttributes: attributeFilter }).strict(),
+  z.object({
+    ...triggerBase,
+    type: z.literal('time'),
+    timeUnit: z.enum(['hour', 'day']),
+    timeInterval: z.number().int().min(1),
+    userAttributes: attributeFilter,
+    // `created`: grants on a fixed schedule from the user's creation; `lastSpend`: the schedule restarts at
+    // each spend (a negative award other than a time grant), the way mobile games refill hearts.
+    anchor: z.enum(['created', 'lastSpend']).optional(),
+  }).strict(),
 ]);
 
 export const levelSchema = z

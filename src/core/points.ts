@@ -6,7 +6,7 @@ import type { CompiledLevel, CompiledPointsSystem, CompiledTrigger, LaurelConfig
 import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
 import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
-import { matchesFilter, own, ownPoints, record, type Step } from './step.js';
+import { copyRecord, createStep, matchesFilter, own, ownPoints, record, type Step } from './step.js';
 import type { AdjustmentRow, AttributePair, Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
 
 const HOUR_MS = 3_600_000;
@@ -121,6 +121,17 @@ function book(step: Step, system: CompiledPointsSystem, trigger: PointsTriggerVi
   const made: Award = { id: step.newId(), awarded, date, total: ps.total, trigger, ...extra };
   const row: AwardRow = backdated ? { trigger: trigger.id, type: trigger.type, ...extra, dated: date } : { trigger: trigger.id, type: trigger.type, ...extra };
   if (trigger.reason !== undefined) row.reason = trigger.reason;
+  // A spend restarts the schedule of the system's `anchor: 'lastSpend'` time triggers (grants already due were
+  // materialised at the start of the call, before anything was spent).
+  if (awarded < 0 && trigger.type !== 'time' && system.spendAnchored) {
+    const anchors = ps.anchors ? copyRecord(ps.anchors) : record<string>();
+    for (const t of system.timeTriggers) {
+      if (t.type !== 'time' || t.anchor !== 'lastSpend') continue;
+      anchors[t.id] = date;
+      ps.time[t.id] = 0;
+    }
+    ps.anchors = anchors;
+  }
   let list = step.awards.get(system.key);
   if (!list) step.awards.set(system.key, (list = []));
   list.push(made);
@@ -163,22 +174,56 @@ export function awardCreation(step: Step): void {
   }
 }
 
-function timeGrantsDue(step: Step, t: CompiledTrigger, createdMs: number, createdDate: string): number {
+/** What a time trigger's schedule counts from: the user's creation, or (`anchor: 'lastSpend'`) the last spend. */
+interface Anchor {
+  ms: number;
+  /** Local date of `ms` in the user's zone (for `day` triggers). */
+  date: string;
+}
+
+function anchorOf(step: Step, ps: PointsState, t: CompiledTrigger, created: Anchor): Anchor {
+  const spent = t.type === 'time' && t.anchor === 'lastSpend' ? own(ps.anchors, t.id) : undefined;
+  if (spent === undefined) return created;
+  const ms = Date.parse(spent);
+  return { ms, date: localDateOf(ms, step.tz) };
+}
+
+function createdAnchor(step: Step): Anchor {
+  const ms = Date.parse(step.state.user.created);
+  return { ms, date: localDateOf(ms, step.tz) };
+}
+
+function timeGrantsDue(step: Step, t: CompiledTrigger, from: Anchor): number {
   if (t.type !== 'time') return 0;
-  if (t.timeUnit === 'hour') return Math.max(0, Math.floor((step.now.getTime() - createdMs) / (t.timeInterval * HOUR_MS)));
-  return Math.max(0, Math.floor(daysBetween(createdDate, step.today) / t.timeInterval));
+  if (t.timeUnit === 'hour') return Math.max(0, Math.floor((step.now.getTime() - from.ms) / (t.timeInterval * HOUR_MS)));
+  return Math.max(0, Math.floor(daysBetween(from.date, step.today) / t.timeInterval));
 }
 
-/** How many grants of time trigger `t` have fallen due by the call's `now` since the user was created. */
+/** How many grants of time trigger `t` have fallen due by the call's `now` since its anchor (creation or last spend). */
 export function timeGrantsDueNow(step: Step, t: CompiledTrigger): number {
-  const createdMs = Date.parse(step.state.user.created);
-  return timeGrantsDue(step, t, createdMs, localDateOf(createdMs, step.tz));
+  return timeGrantsDue(step, t, anchorOf(step, pointsState(step.state, t.systemKey), t, createdAnchor(step)));
 }
 
-function timeGrantInstant(step: Step, t: CompiledTrigger, k: number, createdMs: number, createdDate: string): Date {
-  if (t.type === 'time' && t.timeUnit === 'hour') return new Date(createdMs + k * t.timeInterval * HOUR_MS);
+function timeGrantInstant(step: Step, t: CompiledTrigger, k: number, from: Anchor): Date {
+  if (t.type === 'time' && t.timeUnit === 'hour') return new Date(from.ms + k * t.timeInterval * HOUR_MS);
   const interval = t.type === 'time' ? t.timeInterval : 1;
-  return startOfLocalDate(addDays(createdDate, k * interval), step.tz);
+  return startOfLocalDate(addDays(from.date, k * interval), step.tz);
+}
+
+/**
+ * When each time trigger of a system next grants, as of the step's `now` (ISO), or null when it will not
+ * by itself: the user lacks its attributes, or the balance sits at the cap (floor, for a negative trigger).
+ */
+export function nextGrants(cfg: LaurelConfig, state: UserState, now: Date, system: CompiledPointsSystem): Record<string, string | null> {
+  const step = createStep(cfg, state, now, () => '');
+  const out = record<string | null>();
+  const ps = pointsState(step.state, system.key);
+  const created = createdAnchor(step);
+  for (const t of system.timeTriggers) {
+    const blocked = !matchesFilter(t.userAttributes, step.state.user.attributes) || (t.points > 0 ? ps.total >= ceilingOf(system) : ps.total <= floorOf(system));
+    out[t.key] = blocked ? null : timeGrantInstant(step, t, (own(ps.time, t.id) ?? 0) + 1, anchorOf(step, ps, t, created)).toISOString();
+  }
+  return out;
 }
 
 /**
@@ -194,12 +239,14 @@ function timeGrantInstant(step: Step, t: CompiledTrigger, k: number, createdMs: 
  */
 export function accrueTimeGrants(step: Step): void {
   if (!step.cfg.index.hasTimeTriggers) return;
-  const createdMs = Date.parse(step.state.user.created);
-  const createdDate = localDateOf(createdMs, step.tz);
+  const created = createdAnchor(step);
   for (const system of step.cfg.pointsSystems) {
     if (system.timeTriggers.length === 0) continue;
     let ps = pointsState(step.state, system.key);
-    const pending = system.timeTriggers.map((t) => ({ t, next: (own(ps.time, t.id) ?? 0) + 1, due: timeGrantsDue(step, t, createdMs, createdDate) }));
+    const pending = system.timeTriggers.map((t) => {
+      const anchor = anchorOf(step, ps, t, created);
+      return { t, anchor, next: (own(ps.time, t.id) ?? 0) + 1, due: timeGrantsDue(step, t, anchor) };
+    });
     if (pending.every((p) => p.next > p.due)) continue;
     ps = ownPoints(step, system.key);
     for (const p of pending) {
@@ -220,9 +267,9 @@ export function accrueTimeGrants(step: Step): void {
         break;
       }
       let first = live[0] as (typeof live)[number];
-      let firstAt = timeGrantInstant(step, first.t, first.next, createdMs, createdDate);
+      let firstAt = timeGrantInstant(step, first.t, first.next, first.anchor);
       for (const p of live.slice(1)) {
-        const at = timeGrantInstant(step, p.t, p.next, createdMs, createdDate);
+        const at = timeGrantInstant(step, p.t, p.next, p.anchor);
         if (at < firstAt) {
           first = p;
           firstAt = at;
@@ -230,7 +277,7 @@ export function accrueTimeGrants(step: Step): void {
       }
       // A run of this trigger's grants that no cap cuts and no other trigger's grant interrupts is one award
       // and one ledger row, so the cost of a call does not grow with how long the user was idle.
-      const count = system.boosts.length === 0 ? runLength(step, system, ps.total, first, live, createdMs, createdDate) : 1;
+      const count = system.boosts.length === 0 ? runLength(step, system, ps.total, first, live) : 1;
       if (count > 1) awardRun(step, system, first.t, count, firstAt);
       else award(step, system, first.t, first.t.points, firstAt, false, false, step.attributesBefore);
       first.next += count;
@@ -241,6 +288,7 @@ export function accrueTimeGrants(step: Step): void {
 
 interface PendingGrants {
   t: CompiledTrigger;
+  anchor: Anchor;
   next: number;
   due: number;
 }
@@ -250,7 +298,7 @@ interface PendingGrants {
  * under the caps, and each before the next grant of every other live trigger (on equal instants the trigger
  * listed first goes first, as one grant at a time would have it).
  */
-function runLength(step: Step, system: CompiledPointsSystem, total: number, first: PendingGrants, live: readonly PendingGrants[], createdMs: number, createdDate: string): number {
+function runLength(step: Step, system: CompiledPointsSystem, total: number, first: PendingGrants, live: readonly PendingGrants[]): number {
   const points = first.t.points;
   let n = first.due - first.next + 1;
   n = Math.min(n, points > 0 ? Math.floor((ceilingOf(system) - total) / points) : Math.floor((total - floorOf(system)) / -points));
@@ -258,14 +306,14 @@ function runLength(step: Step, system: CompiledPointsSystem, total: number, firs
   const order = system.timeTriggers.indexOf(first.t);
   for (const other of live) {
     if (other === first) continue;
-    const bound = timeGrantInstant(step, other.t, other.next, createdMs, createdDate).getTime();
+    const bound = timeGrantInstant(step, other.t, other.next, other.anchor).getTime();
     const goesFirst = order < system.timeTriggers.indexOf(other.t);
     // The largest m with grant (next + m - 1) before `bound` (or at it, when `first` goes first on ties).
     let lo = 1;
     let hi = n;
     while (lo < hi) {
       const mid = (lo + hi + 1) >>> 1;
-      const at = timeGrantInstant(step, first.t, first.next + mid - 1, createdMs, createdDate).getTime();
+      const at = timeGrantInstant(step, first.t, first.next + mid - 1, first.anchor).getTime();
       if (at < bound || (goesFirst && at === bound)) lo = mid;
       else hi = mid - 1;
     }

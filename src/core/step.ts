@@ -188,7 +188,7 @@ export function ownPoints(step: Step, key: string): PointsState {
   const current = own(all, key);
   if (current && step.owned.has(current)) return current;
   const copy: PointsState = current
-    ? { total: current.total, metric: copyRecord(current.metric), time: copyRecord(current.time) }
+    ? { total: current.total, metric: copyRecord(current.metric), time: copyRecord(current.time), ...(current.anchors ? { anchors: copyRecord(current.anchors) } : {}) }
     : { total: 0, metric: {}, time: {} };
   step.owned.add(copy).add(copy.metric).add(copy.time);
   all[key] = copy;
@@ -321,6 +321,9 @@ function checkedState(state: UserState): UserState {
           return { sum: dec(t?.sum, 'points.metric.sum'), hw: dec(t?.hw, 'points.metric.hw') };
         }),
         time: checkRecord(p.time, 'points.time', (n) => num(n, 'points.time')),
+        ...(typeof (p as { anchors?: unknown }).anchors === 'object' && (p as { anchors?: unknown }).anchors !== null
+          ? { anchors: checkRecord((p as { anchors: unknown }).anchors, 'points.anchors', (a) => instant(a, 'points.anchors')) }
+          : {}),
       };
     }),
     leaderboards: checkRecord(state.leaderboards, 'leaderboards', (v) => {

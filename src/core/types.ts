@@ -81,8 +81,10 @@ export interface PointsState {
   total: number;
   /** Metric triggers: the filtered running sum and its high-water mark. */
   metric: Record<string, { sum: number; hw: number }>;
-  /** Time triggers: number of grants already materialised. */
+  /** Time triggers: number of grants already materialised (since the anchor, for `anchor: 'lastSpend'`). */
   time: Record<string, number>;
+  /** Time triggers with `anchor: 'lastSpend'`: the instant (ISO) of the spend their schedule counts from. */
+  anchors?: Record<string, string>;
 }
 
 export interface BoardEntry {

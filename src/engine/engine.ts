@@ -21,7 +21,7 @@ import {
   runOf,
   runStatus,
 } from '../core/leaderboards.js';
-import { awardOfRow, isAdjustment, levelFor, levelView, systemView, triggerView } from '../core/points.js';
+import { awardOfRow, isAdjustment, levelFor, levelView, nextGrants, systemView, triggerView } from '../core/points.js';
 import { attributeTotalsIndex, bucketOf, bucketRange, histogramBuckets } from '../core/totals.js';
 import { extendedAt, historyWindowStart, streakHistory, streakView, type StreakHistoryEntry } from '../core/streaks.js';
 import type {
@@ -134,6 +134,11 @@ export interface UserPoints extends PointsSystemView {
   total: number;
   level: LevelView | null;
   awards: Award[];
+  /**
+   * For a system with time triggers: when each (by trigger key) next grants (ISO), or null when it will not
+   * by itself (the balance is at the cap, or the user lacks the trigger's attributes).
+   */
+  nextGrantAt?: Record<string, string | null>;
 }
 
 export interface MetricResponse {
@@ -465,7 +470,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
   }
 
   /** What the operations on users (./users.ts) need. */
-  const userOperations = (): UserOperationsContext => ({ config, store, context, degraded, withUser: (userId, attempt) => withUser(userId, attempt) });
+  const userOperations = (): UserOperationsContext => ({ config, store, context, degraded, view: userView, withUser: (userId, attempt) => withUser(userId, attempt) });
 
   const engine = {
     config: options.config,
@@ -899,14 +904,17 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const system = systemOrThrow(systemKey as string);
       const count = intIn(opts.awards, 'awards', 1, 100, 10);
       const { state } = await loadOrThrow(userId);
-      const view = await viewOf(state, context());
+      const ctx = context();
+      const view = await viewOf(state, ctx);
       const pending = [...(view.awards.get(system.key) ?? [])].reverse().slice(0, count);
       // Adjustments (a total clamped to a lowered cap, replay's corrections) are not awards and are left out;
       // they are rare (one per change of configuration or replay), so a few more rows are read to make up.
       const want = count - pending.length;
       const stored = want > 0 ? (await store.readLedger({ userId, kind: 'points', key: system.key, order: 'desc', limit: want + 16 })).filter((r) => !isAdjustment(r)).slice(0, want) : [];
       const total = own(view.state.points, system.key)?.total ?? 0;
-      return { ...systemView(system), total, level: levelFor(system, total), awards: [...pending, ...stored.map((r) => awardOfRow(system, r))] };
+      const summary: UserPoints = { ...systemView(system), total, level: levelFor(system, total), awards: [...pending, ...stored.map((r) => awardOfRow(system, r))] };
+      if (system.timeTriggers.length > 0) summary.nextGrantAt = nextGrants(config, view.state, ctx.now, system);
+      return summary;
     },
 
     /** A points system with its triggers. */
