@@ -1,12 +1,16 @@
-import { createEngine, type Award, type LaurelConfig } from '../src/index.js';
+import { createEngine, type Award, type LaurelConfig, type Store } from '../src/index.js';
 import { grantInstant } from '../src/core/points.js';
 import { createMemoryStore } from '../src/memory.js';
 import { sequentialIds } from '../src/testing/index.js';
 
 /** An engine on a memory store with a settable clock and deterministic ids. */
 export function setup<C extends LaurelConfig>(config: C, start = '2026-01-05T10:00:00Z') {
+  return setupWith(createMemoryStore(), config, start);
+}
+
+/** An engine on `store` with a settable clock and deterministic ids. */
+export function setupWith<C extends LaurelConfig, S extends Store>(store: S, config: C, start = '2026-01-05T10:00:00Z') {
   let now = new Date(start);
-  const store = createMemoryStore();
   const engine = createEngine({ config, store, clock: () => now, newId: sequentialIds() });
   return {
     engine,

@@ -5,10 +5,10 @@
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, describe } from 'vitest';
-import { createEngine, type LaurelConfig, type Store } from '../src/index.js';
+import type { LaurelConfig, Store } from '../src/index.js';
 import { createMemoryStore } from '../src/memory.js';
 import { createPostgresStore, type PostgresClient } from '../src/postgres.js';
-import { sequentialIds } from '../src/testing/index.js';
+import { setupWith } from './helpers.js';
 import { PG_URL, uniq } from './servers.js';
 
 export type StoreName = 'memory' | 'postgres';
@@ -49,20 +49,7 @@ export function freshStore(kind: StoreName): Promise<Store> {
 
 /** An engine on a fresh store of the kind named, with a settable clock and deterministic ids. */
 export async function setupOn<C extends LaurelConfig>(kind: StoreName, config: C, start = '2026-01-05T10:00:00Z') {
-  let now = new Date(start);
-  const store = await freshStore(kind);
-  const engine = createEngine({ config, store, clock: () => now, newId: sequentialIds() });
-  return {
-    engine,
-    store,
-    set(iso: string) {
-      now = new Date(iso);
-    },
-    advance(ms: number) {
-      now = new Date(now.getTime() + ms);
-    },
-    now: () => now,
-  };
+  return setupWith(await freshStore(kind), config, start);
 }
 
 /** One describe block per store, titled `title (memory)` and `title (postgres)`. */
