@@ -45,6 +45,34 @@ describe('postgres migrations', () => {
     expect(await plan(`SELECT user_id FROM ${schema}.entries WHERE idx = 'i' ORDER BY neg_value, reached_at, user_utf16 LIMIT 10`)).toContain('entries_order');
     await db.query('SET enable_seqscan = on');
   });
+
+  it('serves readEvents pages and eraseUser look-ups from indexes (migration 005)', async () => {
+    const store = await freshStore();
+    await store.commit({ userId: 'u', expectedVersion: 0, state: { user: { id: 'u' } } as never, ledger: [], leaderboard: [], counters: {}, idempotency: null });
+    const schema = `conformance_${n}`;
+    // A few users with rows of several metrics and kinds, and the planner's statistics of them.
+    await db.query(
+      `INSERT INTO ${schema}.ledger (id, user_id, kind, key, at, delta, total) SELECT 'r' || i, 'u' || (i % 20), CASE WHEN i % 3 = 0 THEN 'points' ELSE 'metric' END, 'm' || (i % 7), '2026-01-01T00:00:' || lpad((i % 60)::text, 2, '0') || '.000Z', 1, i FROM generate_series(1, 4000) AS i`,
+    );
+    await db.query(`ANALYZE ${schema}.ledger`);
+    await db.query('SET enable_seqscan = off');
+    const plan = async (sql: string) => (await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+    // Every metric: one backward range scan after the cursor, no sort.
+    const all = await plan(`SELECT * FROM ${schema}.ledger WHERE user_id = 'u1' AND kind = 'metric' AND (at, key, seq) < ('2026-01-01T00:00:30.000Z', 'm1', 5::bigint) ORDER BY at DESC, key DESC, seq DESC LIMIT 21`);
+    expect(all).toContain('ledger_metric_recent');
+    expect(all).not.toContain('Sort');
+    // (With few rows per metric the planner may read them all and sort; with many it scans backwards.)
+    for (const key of ['m1', 'rare']) {
+      const one = await plan(`SELECT * FROM ${schema}.ledger WHERE user_id = 'u1' AND kind = 'metric' AND key = '${key}' AND (key, at, seq) < ('${key}', '2026-01-01T00:00:30.000Z', 5::bigint) ORDER BY at DESC, seq DESC LIMIT 21`);
+      expect(one).toContain('ledger_range');
+    }
+    expect(await plan(`SELECT idx FROM ${schema}.entries WHERE user_id = 'u'`)).toContain('entries_user');
+    expect(await plan(`SELECT idx FROM ${schema}.rank_history WHERE user_id = 'u'`)).toContain('rank_history_user');
+    expect(await plan(`SELECT 1 FROM ${schema}.ledger WHERE user_id = 'u'`)).toContain('ledger_user_seq');
+    expect(await plan(`SELECT 1 FROM ${schema}.idempotency WHERE user_id = 'u'`)).toMatch(/idempotency_pkey/);
+    expect(await plan(`SELECT 1 FROM ${schema}.entry_removals WHERE user_id = 'u'`)).toMatch(/entry_removals_pkey/);
+    await db.query('SET enable_seqscan = on');
+  });
 });
 
 /**

@@ -62,6 +62,7 @@ function recordingIndex() {
     countEntries: async () => 0,
     readRankHistory: async () => [],
     scanUsers: async () => ({ cursor: '0', users: [] }),
+    erase: async () => undefined,
   };
   return { index, calls, fail: (error: unknown) => (failure = error) };
 }

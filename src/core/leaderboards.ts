@@ -25,7 +25,8 @@ function monthsBetween(a: LocalDate, b: LocalDate): number {
 const clipEnd = (board: CompiledLeaderboard, end: LocalDate): LocalDate => (board.end !== null && board.end < end ? board.end : end);
 
 /**
- * The run containing `date` (board-local), ignoring the board's start and end: run k covers
+ * The run containing `date` (a local date: in the board's zone, or the user's when the board has none),
+ * ignoring the board's start and end: run k covers
  * [start + k x interval units, start + (k+1) x interval units). Dates before `start` give negative k.
  */
 export function runContaining(board: CompiledLeaderboard, date: LocalDate): Run {

@@ -36,6 +36,8 @@ export function guardStore(store: Store): Store {
     countEntries: call('countEntries', (index, range) => store.countEntries(index, range)),
     readRankHistory: call('readRankHistory', (index, userId, limit) => store.readRankHistory(index, userId, limit)),
     getCounters: call('getCounters', (names) => store.getCounters(names)),
+    readEvents: call('readEvents', (userId, page) => store.readEvents(userId, page)),
+    eraseUser: call('eraseUser', (erasure) => store.eraseUser(erasure)),
   };
   // The optional methods exist on the guard exactly when the store has them, so the engine can ask.
   if (typeof store.loadForEvents === 'function') guarded.loadForEvents = call('loadForEvents', (ids, lookups) => (store.loadForEvents as NonNullable<Store['loadForEvents']>)(ids, lookups));

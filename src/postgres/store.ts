@@ -19,7 +19,7 @@
  */
 import { ConflictError, isLaurelError, storageError, StorageUnavailableError, ValidationError, type LaurelError } from '../errors.js';
 import type { IdempotencyRecord, LedgerRow } from '../core/types.js';
-import type { BatchCommitOutcome, Commit, CommitResult, EventLoad, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
+import type { BatchCommitOutcome, Commit, CommitResult, ErasureResult, EventLoad, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
 import { MIGRATIONS } from './migrations.js';
 
 /** The result shape shared by `pg` (`rowCount`) and PGlite (`affectedRows`). */
@@ -125,6 +125,19 @@ function seqCursorOf(after: string | undefined): string {
     throw new ValidationError(`Invalid ledger cursor: ${JSON.stringify(after)}`, [{ path: ['after'], message: 'must be a cursor returned by readUserLedger' }]);
   }
   return after;
+}
+
+/**
+ * A `readEvents` cursor of this store: the last row read, as `seq|at|key` (its seq, instant and metric key,
+ * its place in the order at DESC, key DESC, seq DESC).
+ */
+function eventCursorOf(before: string | undefined): { seq: string; at: string; key: string } | null {
+  if (before === undefined) return null;
+  const m = typeof before === 'string' ? /^([1-9][0-9]{0,18})\|([^|]{1,64})\|([^]*)$/.exec(before) : null;
+  if (!m || BigInt(m[1] as string) > MAX_SEQ) {
+    throw new ValidationError(`Invalid events cursor: ${JSON.stringify(before)}`, [{ path: ['before'], message: 'must be a cursor returned by readEvents' }]);
+  }
+  return { seq: m[1] as string, at: m[2] as string, key: m[3] as string };
 }
 
 const DOLLAR_TAG = /^\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/;
@@ -795,6 +808,57 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       const r = await read((q) => q.query(`SELECT name, value FROM ${t('counters')} WHERE name = ANY($1::text[])`, [[...names]]));
       const found = new Map(r.rows.map((row) => [String(row.name), num(row.value)]));
       return Object.fromEntries(names.map((n) => [n, found.get(n) ?? 0]));
+    },
+
+    // One metric: ledger_range (001), its (at, seq) after the cursor. Every metric: ledger_metric_recent
+    // (005), (at, key, seq) after the cursor. O(log n + limit) either way; one row more than asked is read,
+    // so that `next` is null exactly after the last row. (Keys compare as bytes, COLLATE "C": code-unit order
+    // for every configuration key, which is ASCII.)
+    async readEvents(userId, page): Promise<EventsPage> {
+      const cursor = eventCursorOf(page.before);
+      const limit = Math.max(0, page.limit);
+      const params: unknown[] = [userId];
+      let where = `user_id = $1 AND kind = 'metric'`;
+      let order = 'at DESC, key DESC, seq DESC';
+      if (page.metricKey !== undefined) {
+        where += ` AND key = $${params.push(page.metricKey)}`;
+        order = 'at DESC, seq DESC';
+        if (cursor) {
+          // Rows of this metric after the cursor: of its instant, those before it in seq (the cursor's own
+          // metric), all of them (a smaller key comes later) or none (a greater key came before).
+          // (Spelled (key, at, seq), in ledger_range's column order, so that only that index can seek to it.)
+          const bound = page.metricKey === cursor.key ? cursor.seq : page.metricKey < cursor.key ? MAX_SEQ.toString() : '0';
+          where += ` AND (key, at, seq) < ($${params.push(page.metricKey)}, $${params.push(cursor.at)}, $${params.push(bound)}::bigint)`;
+        }
+      } else if (cursor) {
+        where += ` AND (at, key, seq) < ($${params.push(cursor.at)}, $${params.push(cursor.key)}, $${params.push(cursor.seq)}::bigint)`;
+      }
+      const r = await read((q) =>
+        q.query(`SELECT seq::text AS cursor, id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE ${where} ORDER BY ${order} LIMIT $${params.push(limit + 1)}`, params),
+      );
+      const rows = r.rows.slice(0, limit);
+      const last = rows[rows.length - 1];
+      const next = r.rows.length > limit && last ? `${String(last.cursor)}|${String(last.at)}|${String(last.key)}` : null;
+      return { rows: rows.map(toRow), next };
+    },
+
+    // One statement (erase_user, migration 005), so one transaction; see the function for what it deletes
+    // and its lock order.
+    async eraseUser(erasure): Promise<ErasureResult> {
+      const token = globalThis.crypto.randomUUID();
+      const date = erasure.reset ? erasure.reset.state.user.updated.slice(0, 10) : null;
+      let raw: unknown;
+      try {
+        raw = (await read((q) => q.query(`SELECT ${t('erase_user')}($1::jsonb, $2::text, $3::boolean) AS r`, [JSON.stringify({ ...erasure, date }), token, sqlRanks]))).rows[0]?.r;
+      } catch (error) {
+        if (isSerialization(error)) throw new ConflictError(`Transaction conflict (${String(codeOf(error))}) erasing user ${JSON.stringify(erasure.userId)}.`, { cause: error });
+        throw unavailable('eraseUser', error);
+      }
+      const out = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { conflict?: string; erased?: boolean; version?: number; indexes?: string[] } | null;
+      if (!out || typeof out !== 'object') throw new Error('erase_user returned no result');
+      if (out.conflict) throw new ConflictError(`Version conflict for user ${JSON.stringify(erasure.userId)}: expected version ${erasure.expectedVersion}.`);
+      const indexes = (out.indexes ?? []).map(String).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      return { erased: out.erased === true, version: num(out.version ?? 0), indexes };
     },
   };
 

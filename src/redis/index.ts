@@ -8,6 +8,8 @@
  * - `{prefix}{index}:h`  hash user id -> "version|member|value" (a removed entry keeps "version||", so an
  *   older write that arrives late is still refused; `scanUsers` lists the hash's live entries).
  * - `{prefix}{index}:r:<user>` list of daily rank-history rows, newest first, at most 100.
+ * `erase` (a user's erasure) removes the user's member, hash field and history list from each index it is
+ * given, so nothing of the user stays (a reset leaves "version||" instead of nothing).
  * A whole `apply` (all the writes of a commit, or of a batch of commits) runs as one Lua script, one round
  * trip: each write in it atomic, version-guarded, absolute, applied in the order given. A write that asks for
  * it (`thresholdRank`) also gets the value at that rank after it, in the same script.
@@ -102,17 +104,37 @@ local function one(z, h, hist, a)
     newValue = value
   end
   if ranked then
-    -- rows "date|previousRank|rank|previousValue|value", newest first; the day's first write sets previous*
+    -- rows "date|previousRank|rank|previousValue|value", newest first, one per date; the date's first write
+    -- sets previous*
     local date = ARGV[a + 7]
-    local head = redis.call('LINDEX', hist, 0)
-    if head and string.sub(head, 1, #date + 1) == date .. '|' then
-      local p2 = string.find(head, '|', #date + 2, true)
-      local p3 = string.find(head, '|', p2 + 1, true)
-      local p4 = string.find(head, '|', p3 + 1, true)
-      redis.call('LSET', hist, 0, string.sub(head, 1, p2) .. rank .. string.sub(head, p3, p4) .. newValue)
-    elseif redis.call('LPUSH', hist, date .. '|' .. prevRank .. '|' .. rank .. '|' .. prevValue .. '|' .. newValue) > 100 then
-      redis.call('LTRIM', hist, 0, 99)
+    local row = date .. '|' .. prevRank .. '|' .. rank .. '|' .. prevValue .. '|' .. newValue
+    local at, found = 0, redis.call('LINDEX', hist, 0)
+    if found and string.sub(found, 1, #date) > date then
+      -- A write dated before the newest row (a user who moved west, whose activity counts by their local date,
+      -- or a clock that went back) updates or slots in at its own date, as the other stores do.
+      local rows = redis.call('LRANGE', hist, 0, -1)
+      at, found = nil, nil
+      for j = 1, #rows do
+        if string.sub(rows[j], 1, #date) <= date then
+          at, found = j - 1, rows[j]
+          break
+        end
+      end
     end
+    local size = 0
+    if found and string.sub(found, 1, #date + 1) == date .. '|' then
+      local p2 = string.find(found, '|', #date + 2, true)
+      local p3 = string.find(found, '|', p2 + 1, true)
+      local p4 = string.find(found, '|', p3 + 1, true)
+      redis.call('LSET', hist, at, string.sub(found, 1, p2) .. rank .. string.sub(found, p3, p4) .. newValue)
+    elseif at == 0 then
+      size = redis.call('LPUSH', hist, row)
+    elseif found then
+      size = redis.call('LINSERT', hist, 'BEFORE', found, row)
+    else
+      size = redis.call('RPUSH', hist, row)
+    end
+    if size > 100 then redis.call('LTRIM', hist, 0, 99) end
   end
   local ttl = tonumber(ARGV[a + 8])
   if ttl and ttl > 0 then
@@ -156,6 +178,29 @@ if not r then return false end
 return {member, string.sub(cur, s2 + 1), r}
 `;
 const GET_SHA = createHash('sha1').update(GET_SCRIPT).digest('hex');
+
+/**
+ * Forgets a user in indexes, whatever the versions. Per index i (0-based): KEYS[3i+1..3i+3] = z, h, history
+ * list; ARGV[1] = user, ARGV[2] = the version a reset leaves as a removal ('' for an erasure: the hash field
+ * goes too). Replies the number of entries removed.
+ */
+const ERASE_SCRIPT = `
+local user, tomb, removed = ARGV[1], ARGV[2], 0
+for i = 0, #KEYS / 3 - 1 do
+  local z, h, hist = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
+  local cur = redis.call('HGET', h, user)
+  if cur then
+    local s1 = string.find(cur, '|', 1, true)
+    local s2 = string.find(cur, '|', s1 + 1, true)
+    local member = string.sub(cur, s1 + 1, s2 - 1)
+    if member ~= '' then removed = removed + redis.call('ZREM', z, member) end
+    if tomb == '' then redis.call('HDEL', h, user) else redis.call('HSET', h, user, tomb .. '||') end
+  end
+  redis.call('DEL', hist)
+end
+return removed
+`;
+const ERASE_SHA = createHash('sha1').update(ERASE_SCRIPT).digest('hex');
 
 /** 4-digit hex of the code units below 256 (most user ids are ASCII). */
 const HEX4 = Array.from({ length: 256 }, (_, c) => c.toString(16).padStart(4, '0'));
@@ -450,6 +495,21 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
         const [date = '', previousRank, rank, previousValue, value] = row.split('|');
         return { date, previousRank: orNull(previousRank), rank: orNull(rank), previousValue: orNull(previousValue), value: orNull(value) };
       });
+    }),
+
+    erase: (userId, indexes, version) => bounded('erase', async (call): Promise<void> => {
+      if (indexes.length === 0) return;
+      const tomb = version === undefined ? '' : String(version);
+      const script = async (names: readonly string[]) => {
+        const keyArgs = names.flatMap((index) => {
+          const k = keys(index);
+          return [k.z, k.h, k.r(userId)];
+        });
+        await run(call, [...keyArgs, userId, tomb], ERASE_SCRIPT, ERASE_SHA, keyArgs.length);
+      };
+      // On a cluster a script touches one index's keys (one hash slot); else one script per 1000 indexes.
+      if (cluster) await Promise.all(indexes.map((index) => script([index])));
+      else for (let i = 0; i < indexes.length; i += MAX_SCRIPT_WRITES) await script(indexes.slice(i, i + MAX_SCRIPT_WRITES));
     }),
 
     scanUsers: (index, cursor, count) => bounded('scanUsers', async (call) => {

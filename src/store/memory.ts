@@ -7,9 +7,9 @@
  * change and nothing awaits in between.
  */
 import { ConflictError, ValidationError } from '../errors.js';
-import type { AwardRow, IdempotencyRecord, LedgerKind, LedgerRow } from '../core/types.js';
+import type { AwardRow, IdempotencyRecord, LeaderboardWrite, LedgerKind, LedgerRow } from '../core/types.js';
 import { OrderedIndex, type IndexEntry } from './ordered-index.js';
-import type { BatchCommitOutcome, Commit, CommitResult, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
+import type { BatchCommitOutcome, Commit, CommitResult, Erasure, ErasureResult, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
 
 interface StoredUser {
   state: VersionedState['state'];
@@ -216,6 +216,19 @@ function cursorOf(after: string | undefined): number {
   return n;
 }
 
+/**
+ * A {@link Store.readEvents} cursor of the memory store: the last row read, as its instant (ms), its place
+ * among the rows of that instant in its metric's ledger (stable: rows of one instant keep their arrival
+ * order, and a later row of the same instant goes after them) and its metric key: `ms.ordinal.key`.
+ */
+function eventCursorOf(before: string | undefined): { ms: number; ord: number; key: string } | null {
+  if (before === undefined) return null;
+  const m = typeof before === 'string' ? /^(-?(?:0|[1-9][0-9]{0,15}))\.(0|[1-9][0-9]{0,9})\.([^]*)$/.exec(before) : null;
+  const ms = m ? Number(m[1]) : NaN;
+  if (!m || !Number.isSafeInteger(ms)) throw new ValidationError(`Invalid events cursor: ${JSON.stringify(before)}`, [{ path: ['before'], message: 'must be a cursor returned by readEvents' }]);
+  return { ms, ord: Number(m[2]), key: m[3] as string };
+}
+
 const DAY_MS = 86_400_000;
 const PAD2 = Array.from({ length: 100 }, (_, i) => String(i).padStart(2, '0'));
 const PAD3 = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
@@ -264,7 +277,7 @@ const deepFreeze = <T>(value: T): T => {
 };
 
 // Every text that reaches a store is free of NUL characters (the engine refuses them), so NUL joins keys.
-const joinKey = (a: string, b: string, c: string) => `${a}\u0000${b}\u0000${c}`;
+const joinKey2 = (a: string, b: string) => `${a}\u0000${b}`;
 
 /** Options of {@link createMemoryStore}. */
 export interface MemoryStoreOptions {
@@ -291,8 +304,9 @@ export interface MemoryStore extends Store {
 export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   options = options ?? {};
   const users = new Map<string, StoredUser>();
-  // (user, metric, key) -> `eventId NUL at`: one short string per record.
-  const idempotency = new Map<string, string>();
+  // user -> (metric NUL key) -> `eventId NUL at`: one short string per record, grouped by user so that an
+  // erasure finds the user's records without scanning everyone's.
+  const idempotency = new Map<string, Map<string, string>>();
   // user -> `kind NUL key` -> rows, and the user's log (see UserLedgers). Kinds and keys are the
   // configuration's own strings, so their hashes are cached.
   const ledgers = new Map<string, UserLedgers>();
@@ -303,8 +317,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     mine.add(ledgerKey(row.kind, row.key), row);
   };
   // listUsers: the user ids in code-unit order, brought up to date by the first listUsers call after users
-  // were created (users are never deleted and a Map keeps insertion order, so the new ids are the last
-  // `users.size - sortedIds.length` keys): nothing on the commit path, one id reference per user.
+  // were created (a Map keeps insertion order, and an erasure takes its id out of both, so the new ids are
+  // the last `users.size - sortedIds.length` keys): nothing on the commit path, one id reference per user.
   let sortedIds: string[] = [];
   const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
   const sortUsers = (): string[] => {
@@ -327,6 +341,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const boards = new Map<string, Board>();
   const history = new Map<string, Map<string, RankHistoryRow[]>>();
   const counters = new Map<string, number>();
+  // user -> the indexes a write removed the user's entry from (rare: a board group or attribute changed, a
+  // value fell to 0), so that an erasure lists them for an external rank index that remembers removals.
+  const removedFrom = new Map<string, Set<string>>();
 
   const board = (index: string): Board => {
     let b = boards.get(index);
@@ -339,7 +356,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     return found ? { state: found.state, version: found.version } : null;
   };
   const recordOf = (userId: string, metricKey: string, key: string): IdempotencyRecord | null => {
-    const found = idempotency.get(joinKey(userId, metricKey, key));
+    const found = idempotency.get(userId)?.get(joinKey2(metricKey, key));
     if (found === undefined) return null;
     const nul = found.indexOf('\u0000');
     return { userId, metricKey, key, eventId: found.slice(0, nul), at: found.slice(nul + 1) };
@@ -350,7 +367,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     if (currentVersion !== c.expectedVersion) {
       return new ConflictError(`Version conflict for user ${JSON.stringify(c.userId)}: expected ${c.expectedVersion}, found ${currentVersion}.`);
     }
-    if (c.idempotency && idempotency.has(joinKey(c.idempotency.userId, c.idempotency.metricKey, c.idempotency.key))) {
+    if (c.idempotency && idempotency.get(c.idempotency.userId)?.has(joinKey2(c.idempotency.metricKey, c.idempotency.key))) {
       return new ConflictError(`Idempotency key ${JSON.stringify(c.idempotency.key)} was already used for this user and metric.`);
     }
     return null;
@@ -359,11 +376,26 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const apply = (c: Commit): CommitResult => {
     const version = c.expectedVersion + 1;
     users.set(c.userId, { state: c.state, version });
-    if (c.idempotency) idempotency.set(joinKey(c.idempotency.userId, c.idempotency.metricKey, c.idempotency.key), `${c.idempotency.eventId}\u0000${c.idempotency.at}`);
+    if (c.idempotency) {
+      let mine = idempotency.get(c.idempotency.userId);
+      if (!mine) idempotency.set(c.idempotency.userId, (mine = new Map()));
+      mine.set(joinKey2(c.idempotency.metricKey, c.idempotency.key), `${c.idempotency.eventId}\u0000${c.idempotency.at}`);
+    }
     for (const row of c.ledger) addRow(row);
     for (const name of Object.keys(c.counters)) counters.set(name, (counters.get(name) ?? 0) + (c.counters[name] as number));
+    return { version, ranks: writeEntries(c.leaderboard) };
+  };
+
+  /** Applies leaderboard writes in order (entries and rank history); their rank changes. */
+  const writeEntries = (writes: readonly LeaderboardWrite[]): RankChange[] => {
     const ranks: RankChange[] = [];
-    for (const w of c.leaderboard) {
+    for (const w of writes) {
+      if (w.remove) {
+        // Where the user's entry was taken out, for an erasure's list of indexes (see `eraseUser`).
+        let mine = removedFrom.get(w.userId);
+        if (!mine) removedFrom.set(w.userId, (mine = new Set()));
+        mine.add(w.index);
+      }
       const b = board(w.index);
       const before = b.entries.get(w.userId);
       // Indexes written `unranked` (every user's points total) are read by value ranges only: no ranks.
@@ -406,7 +438,59 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
         rows.splice(at, 0, { date: w.date, previousRank, rank: change.rank, previousValue: change.previousValue, value: change.value });
       }
     }
-    return { version, ranks };
+    return ranks;
+  };
+
+  /**
+   * `eraseUser`: every check before the first change, nothing awaited. Cost: one look-up per index the store
+   * holds (boards and rank histories are kept per index) plus the user's own entries and ledgers.
+   */
+  const erase = (e: Erasure): ErasureResult => {
+    const current = users.get(e.userId);
+    const currentVersion = current ? current.version : 0;
+    if (currentVersion !== e.expectedVersion) {
+      throw new ConflictError(`Version conflict for user ${JSON.stringify(e.userId)}: expected ${e.expectedVersion}, found ${currentVersion}.`);
+    }
+    if (!current) return { erased: false, version: 0, indexes: [] };
+    const indexes = new Set<string>(removedFrom.get(e.userId));
+    removedFrom.delete(e.userId);
+    for (const [name, b] of boards) {
+      const entry = b.entries.get(e.userId);
+      if (!entry) continue;
+      b.tree.remove(entry);
+      b.entries.delete(e.userId);
+      indexes.add(name);
+      if (b.entries.size === 0) boards.delete(name);
+    }
+    for (const [name, byUser] of history) {
+      if (!byUser.delete(e.userId)) continue;
+      indexes.add(name);
+      if (byUser.size === 0) history.delete(name);
+    }
+    ledgers.delete(e.userId);
+    idempotency.delete(e.userId);
+    // Future per-user data kept outside the state (boosts, pending outbox events: issue 13) goes here too.
+    for (const name of Object.keys(e.counters)) counters.set(name, (counters.get(name) ?? 0) + (e.counters[name] as number));
+    let version = 0;
+    if (e.reset) {
+      version = e.expectedVersion + 1;
+      users.set(e.userId, { state: e.reset.state, version });
+      for (const row of e.reset.ledger) addRow(row);
+      writeEntries(e.reset.leaderboard);
+    } else {
+      users.delete(e.userId);
+      // Out of the sorted ids too when it was merged in already (else it was among the new ids, now gone).
+      const ids = sortedIds;
+      let lo = 0;
+      let hi = ids.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if ((ids[mid] as string) < e.userId) lo = mid + 1;
+        else hi = mid;
+      }
+      if (ids[lo] === e.userId) ids.splice(lo, 1);
+    }
+    return { erased: true, version, indexes: [...indexes].sort(byCodeUnits) };
   };
 
   return {
@@ -505,6 +589,51 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     },
     async getCounters(names) {
       return Object.fromEntries(names.map((n) => [n, counters.get(n) ?? 0]));
+    },
+    // One seek per metric ledger of the user (a binary search), then a merge of their newest rows:
+    // O(m log n + limit x m) for m metrics.
+    async readEvents(userId, page): Promise<EventsPage> {
+      const cursor = eventCursorOf(page.before);
+      const mine = ledgers.get(userId);
+      if (!mine) return { rows: [], next: null };
+      const sources: { ledger: Ledger; end: number }[] = [];
+      const consider = (ledger: Ledger | undefined) => {
+        if (!ledger || ledger.kind !== 'metric') return;
+        let end = ledger.length;
+        if (cursor) {
+          if (ledger.key === cursor.key) end = Math.min(end, ledger.lowerBound(cursor.ms) + cursor.ord);
+          else end = ledger.lowerBound(ledger.key < cursor.key ? cursor.ms + 1 : cursor.ms);
+        }
+        if (end > 0) sources.push({ ledger, end });
+      };
+      if (page.metricKey !== undefined) consider(mine.ledger(ledgerKey('metric', page.metricKey)));
+      else for (const ledger of mine.list) consider(ledger);
+      const rows: LedgerRow[] = [];
+      let last: { ledger: Ledger; pos: number } | null = null;
+      const limit = Math.max(0, page.limit);
+      while (rows.length < limit) {
+        // The newest row among the sources' next ones: later instant first, then the greater key.
+        let best: { ledger: Ledger; end: number } | null = null;
+        let bestMs = -Infinity;
+        for (const src of sources) {
+          if (src.end === 0) continue;
+          const ms = src.ledger.nums[(src.end - 1) * 3] as number;
+          if (best === null || ms > bestMs || (ms === bestMs && src.ledger.key > best.ledger.key)) {
+            best = src;
+            bestMs = ms;
+          }
+        }
+        if (best === null) break;
+        best.end -= 1;
+        rows.push(best.ledger.row(best.end));
+        last = { ledger: best.ledger, pos: best.end };
+      }
+      if (last === null || !sources.some((src) => src.end > 0)) return { rows, next: null };
+      const ms = last.ledger.nums[last.pos * 3] as number;
+      return { rows, next: `${ms}.${last.pos - last.ledger.lowerBound(ms)}.${last.ledger.key}` };
+    },
+    async eraseUser(erasure) {
+      return erase(erasure);
     },
   };
 }

@@ -39,12 +39,23 @@ export interface RankIndex {
    * - Cost: O(count) per page (plus what the index holds for removed entries), never O(n) in one call.
    */
   scanUsers(index: string, cursor: string, count: number): Promise<{ cursor: string; users: { userId: string; version: number }[] }>;
+  /**
+   * Forgets a user in each of `indexes`: their entry, their rank history and what the index remembers of a
+   * removed entry, whatever their versions (the store erased the user first: `Store.eraseUser`). Without
+   * `version` (an erasure) nothing of the user is left there, so a new user under the same id, whose versions
+   * start at 1 again, is not refused as stale; with `version` (a reset: the user lives on at that version)
+   * the index remembers a removal at that version, so writes older than the reset that arrive late are still
+   * refused. MUST be idempotent. SHOULD bound its time as `apply` does.
+   */
+  erase(userId: string, indexes: readonly string[], version?: number): Promise<void>;
 }
 
 export interface WithRankIndexOptions {
   /**
    * Called when the rank index fails after the store committed. The call still succeeds (its writes are
    * durable in the store) with null ranks; the index catches up at the user's next write to that board.
+   * After an erasure (`eraseUser`) there is no next write: the result then has `ranksUnavailable`, and
+   * `rebuildRankIndex` of each of its `indexes` takes the user out of the rank index.
    */
   onError?: (error: unknown) => void;
 }
@@ -60,6 +71,13 @@ export interface WithRankIndexOptions {
  * writes), with the rank changes sequential commits would get. Commits the store refused
  * keep their `ConflictError`. If the index fails after the store committed, every committed slot reads null
  * ranks with `ranksUnavailable` (as `commit` does) and `onError` hears of it once.
+ *
+ * `eraseUser` erases (or resets) the user in the store first, which lists every index the user had an entry,
+ * rank history or a removed entry in; then `rankIndex.erase` forgets the user in those indexes (and a reset's
+ * own writes are applied at its version). If the rank index fails then, the erasure is still durable in the
+ * store, which is the source of truth: the result has `ranksUnavailable`, `onError` hears of it, and until
+ * `rebuildRankIndex` has run on each of the result's `indexes` (it drops entries of users the store does not
+ * know), the rank index still shows the user's old entries in pages and counts.
  */
 export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithRankIndexOptions = {}): Store {
   const onError = options?.onError;
@@ -100,6 +118,19 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
     readRange: (index, offset, limit) => rankIndex.readRange(index, offset, limit),
     countEntries: (index, range) => rankIndex.countEntries(index, range),
     readRankHistory: (index, userId, limit) => rankIndex.readRankHistory(index, userId, limit),
+    readEvents: (userId, page) => store.readEvents(userId, page),
+    async eraseUser(e) {
+      const result = await store.eraseUser(e);
+      if (!result.erased) return result;
+      try {
+        if (result.indexes.length > 0) await rankIndex.erase(e.userId, result.indexes, e.reset ? result.version : undefined);
+        if (e.reset && e.reset.leaderboard.length > 0) await rankIndex.apply(e.reset.leaderboard.map((w) => ({ ...w, version: result.version })));
+      } catch (error) {
+        report(error);
+        return { ...result, ranksUnavailable: true };
+      }
+      return result;
+    },
   };
   if (typeof store.loadForEvents === 'function') {
     const loadForEvents = store.loadForEvents.bind(store);
@@ -165,8 +196,9 @@ export interface RankIndexSource {
  * 2. Prune: every user the rank index holds (`scanUsers`) that the copy did not see is checked again in the
  *    store, version first (`loadUsers`), entry second (`getEntry`): still absent, it is removed with that
  *    version (a commit that put it back since has a higher one and wins); present after all (it moved during
- *    the copy's paging), it is copied with that version. A user the store does not know at all is removed
- *    with the version the rank index holds for it.
+ *    the copy's paging), it is copied with that version. A user the store does not know at all (erased, e.g.
+ *    while the rank index was down) is forgotten there entirely (`erase`): nothing of an erased user stays,
+ *    and the same id created again starts at version 1 without being refused as stale.
  *
  * Rank history is not rewritten. Returns the number of entries copied (step 1).
  * Cost: O(n) reads and writes and O(n) memory (the copied user ids) in the index's size: a maintenance
@@ -209,18 +241,22 @@ async function rebuild(source: RankIndexSource, rankIndex: RankIndex, index: str
     // Version first, entry second: an entry that comes back after the version was read comes with a newer version.
     const states = await source.loadUsers(ids);
     const writes: VersionedWrite[] = [];
+    const unknown: string[] = [];
     for (const [i, userId] of ids.entries()) {
       const version = states[i]?.version ?? (extra.get(userId) as number);
       const entry = await source.getEntry(index, userId);
       if (entry && states[i]) {
         copiedUsers.add(userId);
         writes.push({ index, userId, value: entry.value, reachedAt: entry.reachedAt, date: entry.reachedAt.slice(0, 10), version, unranked: true });
+      } else if (!entry && !states[i]) {
+        unknown.push(userId);
       } else if (!entry) {
         writes.push({ index, userId, remove: true, date, version, unranked: true });
       }
       // (An entry for a user that was unknown a moment ago was just created: its own write carries its version.)
     }
     if (writes.length > 0) await rankIndex.apply(writes);
+    for (const userId of unknown) await rankIndex.erase(userId, [index]);
   } while (cursor !== '0');
   return copied;
 }

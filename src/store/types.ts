@@ -89,6 +89,56 @@ export interface LedgerPage {
   next: string | null;
 }
 
+/**
+ * What {@link Store.eraseUser} removes: one user, everything a store keeps about them, with counter increments
+ * applied in the same transaction. With `reset`, the user is then stored again as a new user.
+ */
+export interface Erasure {
+  userId: string;
+  /**
+   * The version the user was read at. The erasure MUST be refused with `ConflictError`, changing nothing, when
+   * the stored version differs (0: the user must not exist; erasing an absent user then changes nothing).
+   */
+  expectedVersion: number;
+  /**
+   * Counter increments applied with the erasure, e.g. `users: -1` and `achievement:<key>: -1` per achievement
+   * the user held (the engine computes them from the user's state: stores decide no rules).
+   */
+  counters: Record<string, number>;
+  /**
+   * A reset instead of an erasure: once everything of the user is removed (ledger, idempotency records, index
+   * entries, rank history), the user is stored again at `expectedVersion + 1` with this state, these ledger
+   * rows and these leaderboard writes, applied as a commit's (the writes' ranks are not returned).
+   */
+  reset?: { state: UserState; ledger: LedgerRow[]; leaderboard: LeaderboardWrite[] };
+}
+
+/** What {@link Store.eraseUser} did. */
+export interface ErasureResult {
+  /** False when the user did not exist (`expectedVersion` 0): nothing was changed. */
+  erased: boolean;
+  /** The user's version afterwards: 0 after an erasure, `expectedVersion + 1` after a reset. */
+  version: number;
+  /**
+   * Every index the user had an entry, rank history or a removed entry in before the erasure, in code-unit
+   * order: where an external rank index (`withRankIndex`) must remove the user too.
+   */
+  indexes: string[];
+  /**
+   * True when the erasure is durable in the store but an external rank index could not be updated after it:
+   * run `rebuildRankIndex` on `indexes` (see `withRankIndex`).
+   */
+  ranksUnavailable?: boolean;
+}
+
+/** A page of {@link Store.readEvents}. */
+export interface EventsPage {
+  /** Metric rows, newest first. */
+  rows: LedgerRow[];
+  /** The cursor after the last row returned; null when there are no more rows. */
+  next: string | null;
+}
+
 /** An index entry with its 1-based rank. */
 export interface RankedEntry {
   userId: string;
@@ -205,4 +255,32 @@ export interface Store {
 
   /** Current values of named counters (0 for unknown names). */
   getCounters(names: readonly string[]): Promise<Record<string, number>>;
+
+  /**
+   * One page of a user's metric rows (kind `metric`; of one metric with `metricKey`, else of every metric),
+   * newest first: by `at` descending, rows of one instant by metric key descending (code-unit order), then in
+   * reverse commit order. Starts after the opaque cursor `before` (at the newest row without it); `next` is
+   * the cursor for the following page, null exactly after the last row. A cursor is a place in that order,
+   * valid with or without `metricKey`, and stays valid as rows are added. A malformed cursor MUST fail with
+   * `ValidationError`. MUST cost in proportion to the rows returned plus a logarithmic seek (the memory store:
+   * one seek per metric of the user), with or without `metricKey`.
+   */
+  readEvents(userId: string, page: { metricKey?: string; before?: string; limit: number }): Promise<EventsPage>;
+
+  /**
+   * Erases a user (right to erasure), or resets them with `erasure.reset`. Atomically (one transaction on
+   * PostgreSQL), it MUST:
+   * - refuse with `ConflictError`, changing nothing, when the stored version is not `expectedVersion`;
+   * - remove the user's state (an erasure: `loadUser` then answers null and `listUsers` skips the id; a reset
+   *   stores `reset.state` at `expectedVersion + 1`), every ledger row of the user, every idempotency record
+   *   of the user, the user's entry in every index (board runs of all time, points totals, attribute totals:
+   *   whatever index holds one) and every rank-history row of the user;
+   * - apply the `counters` increments;
+   * - with `reset`, then apply its ledger rows and leaderboard writes as a commit of `reset.state` would.
+   * Ranks of the others close the gap (the entries are gone). Index sizes a store keeps for thresholds follow.
+   * A later commit with `expectedVersion` 0 creates a brand-new user under the same id.
+   * Whatever else a store keeps per user in the future (preferences outside the state, boosts, pending outbox
+   * events of issue 13) MUST be removed here too.
+   */
+  eraseUser(erasure: Erasure): Promise<ErasureResult>;
 }

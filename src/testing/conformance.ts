@@ -2,7 +2,7 @@
  * The store conformance suite: what every {@link Store} must do, as checks that throw on failure.
  * `describeStoreConformance` runs them under vitest; `runStoreConformance` runs them anywhere and reports.
  */
-import { isLaurelErrorCode } from '../errors.js';
+import { isLaurelErrorCode, type LaurelErrorCode } from '../errors.js';
 import type { IdempotencyRecord, LeaderboardWrite, LedgerRow, UserState } from '../core/types.js';
 import type { BatchCommitOutcome, Commit, CommitResult, IdempotencyLookup, Store } from '../store/types.js';
 
@@ -40,6 +40,32 @@ async function rejectsWithConflict(p: Promise<unknown>, message: string): Promis
     return;
   }
   throw new CheckFailed(`${message}: expected a ConflictError, the commit succeeded`);
+}
+
+async function rejectsWithCode(p: Promise<unknown>, code: LaurelErrorCode, message: string): Promise<void> {
+  try {
+    await p;
+  } catch (error) {
+    assert(isLaurelErrorCode(error, code), `${message}: expected a ${code} error, got ${String(error)}`);
+    return;
+  }
+  throw new CheckFailed(`${message}: expected a ${code} error, the call succeeded`);
+}
+
+/** Every metric row of a user, newest first, `limit` at a time through `readEvents`; checks the pages and cursors. */
+async function readAllEvents(store: Store, userId: string, limit: number, metricKey?: string): Promise<LedgerRow[]> {
+  const rows: LedgerRow[] = [];
+  let before: string | undefined;
+  for (let pages = 0; ; pages++) {
+    assert(pages <= 1000, `readEvents(${JSON.stringify(userId)}, limit ${limit}): no end after 1000 pages`);
+    const page = await store.readEvents(userId, { ...(metricKey === undefined ? {} : { metricKey }), ...(before === undefined ? {} : { before }), limit });
+    assert(page.rows.length <= limit, `readEvents: a page of limit ${limit} holds ${page.rows.length} rows`);
+    rows.push(...page.rows);
+    if (page.next === null) return rows;
+    assert(typeof page.next === 'string', `readEvents: next must be a string or null, got ${String(page.next)}`);
+    assert(page.rows.length === limit, `readEvents: a page of ${page.rows.length} rows (limit ${limit}) with more to come`);
+    before = page.next;
+  }
 }
 
 /** A minimal valid user state for store tests (`total` as given: states before 0.2 held decimal strings). */
@@ -328,6 +354,27 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
         'history newest first',
       );
       equal((await store.readRankHistory('lb|h', 'h', 1)).length, 1, 'limit');
+    },
+  },
+  {
+    name: 'rank history: a write dated before the newest row updates or slots in at its own date (a user who moved west)',
+    async run(store) {
+      const at = (version: number, value: number, date: string) => store.commit(commitOf('w', version, { leaderboard: [write('lb|hw', 'w', value, `2026-01-06T0${version}:00:00.000Z`, date)] }));
+      await at(0, 1, '2026-01-03');
+      await at(1, 2, '2026-01-05');
+      await at(2, 3, '2026-01-03');
+      await at(3, 4, '2026-01-04');
+      await at(4, 5, '2026-01-01');
+      equal(
+        (await store.readRankHistory('lb|hw', 'w', 10)).map((h) => [h.date, h.previousRank, h.rank, h.previousValue, h.value]),
+        [
+          ['2026-01-05', 1, 1, 1, 2],
+          ['2026-01-04', 1, 1, 3, 4],
+          ['2026-01-03', null, 1, null, 3],
+          ['2026-01-01', 1, 1, 4, 5],
+        ],
+        'one row per date, newest date first',
+      );
     },
   },
   {
@@ -714,6 +761,166 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
       await store.commit(commitOf('\uD83D\uDE01', 0));
       equal(await store.listUsers({ after: 'a b', limit: 3 }), ['aa', 'ab', 'b'], 'a new user in its place');
       equal(await store.listUsers({ after: '😀', limit: 2 }), ['😁', '\uE000'], 'another new user in its place');
+    },
+  },
+  {
+    name: 'eraseUser removes the state, ledger, idempotency records, entries and rank history of one user, applies its counters, and leaves the others as they were',
+    async run(store) {
+      const t = (h: string) => `2026-04-01T${h}:00:00.000Z`;
+      const rec = (userId: string, key: string, eventId: string): IdempotencyRecord => ({ userId, metricKey: 'lessons', key, eventId, at: t('01') });
+      // gone: ahead of a and b on lb|a, in pt|xp (unranked), removed from lb|old, with rows of every kind.
+      await store.commit(commitOf('a', 0, { ledger: [metricRow('a', 'a1', t('01'), 1, 1)], leaderboard: [write('lb|a', 'a', 5, t('01'))], counters: { users: 1 }, idempotency: rec('a', 'k1', 'a1') }));
+      await store.commit(
+        commitOf('gone', 0, {
+          ledger: [rowOf('gone', 'g0', 'user', 'user', t('02'), { user: { name: 'Gone' } }, 0, 0), metricRow('gone', 'g1', t('02'), 9, 9), rowOf('gone', 'g2', 'points', 'xp', t('02'), null, 10, 10)],
+          leaderboard: [write('lb|a', 'gone', 9, t('02')), write('lb|old', 'gone', 1, t('02')), { ...write('pt|xp', 'gone', 10, t('02')), unranked: true }],
+          counters: { users: 1, 'achievement:first': 1 },
+          idempotency: rec('gone', 'k1', 'g1'),
+        }),
+      );
+      await store.commit(commitOf('b', 0, { leaderboard: [write('lb|a', 'b', 3, t('03')), { ...write('pt|xp', 'b', 4, t('03')), unranked: true }], counters: { users: 1, 'achievement:first': 1 } }));
+      await store.commit(
+        commitOf('gone', 1, {
+          ledger: [metricRow('gone', 'g3', t('04'), 1, 10), rowOf('gone', 'g4', 'streak', 'streak', t('04'), null, 0, 0)],
+          leaderboard: [{ index: 'lb|old', userId: 'gone', remove: true, date: '2026-04-01' }],
+          idempotency: rec('gone', 'k2', 'g3'),
+        }),
+      );
+      equal((await store.getEntry('lb|a', 'a'))?.rank, 2, 'a behind gone before the erasure');
+      const aLedger = await store.readUserLedger('a', { limit: 100 });
+      const aHistory = await store.readRankHistory('lb|a', 'a', 10);
+
+      await rejectsWithConflict(store.eraseUser({ userId: 'gone', expectedVersion: 1, counters: { users: -1 } }), 'a stale version');
+      equal((await store.loadUser('gone'))?.version, 2, 'a refused erasure changes nothing');
+      equal(await store.getCounters(['users']), { users: 3 }, 'a refused erasure applies no counters');
+      equal((await store.getEntry('lb|a', 'gone'))?.rank, 1, 'a refused erasure keeps the entries');
+
+      const result = await store.eraseUser({ userId: 'gone', expectedVersion: 2, counters: { users: -1, 'achievement:first': -1 } });
+      equal([result.erased, result.version], [true, 0], 'erased');
+      equal(result.indexes, ['lb|a', 'lb|old', 'pt|xp'], 'every index the user had an entry, rank history or a removed entry in');
+      equal(await store.loadUser('gone'), null, 'no state');
+      equal((await store.loadUsers(['a', 'gone', 'b'])).map((l) => l?.version ?? null), [1, null, 1], 'loadUsers');
+      equal(await store.readUserLedger('gone', { limit: 100 }), { rows: [], next: null }, 'no ledger rows');
+      for (const [kind, key] of [['metric', 'lessons'], ['points', 'xp'], ['user', 'user'], ['streak', 'streak']] as const) {
+        equal(await store.readLedger({ userId: 'gone', kind, key, order: 'asc' }), [], `no ${kind} rows`);
+      }
+      equal(await store.readEvents('gone', { limit: 10 }), { rows: [], next: null }, 'no events');
+      equal([await store.getIdempotencyRecord('gone', 'lessons', 'k1'), await store.getIdempotencyRecord('gone', 'lessons', 'k2')], [null, null], 'no idempotency records');
+      for (const index of ['lb|a', 'lb|old', 'pt|xp']) {
+        equal(await store.getEntry(index, 'gone'), null, `no entry in ${index}`);
+        equal(await store.readRankHistory(index, 'gone', 10), [], `no rank history in ${index}`);
+      }
+      equal(await store.getCounters(['users', 'achievement:first']), { users: 2, 'achievement:first': 1 }, 'counters');
+      equal(await listAllUsers(store, 10), ['a', 'b'], 'listUsers');
+      // The others close the gap; their rows, records and history are untouched.
+      equal((await store.readRange('lb|a', 0, 10)).map((e) => [e.userId, e.rank, e.value]), [['a', 1, 5], ['b', 2, 3]], 'ranks close the gap');
+      equal((await store.getEntry('lb|a', 'b'))?.rank, 2, 'getEntry of another user');
+      equal([await store.countEntries('lb|a'), await store.countEntries('pt|xp'), await store.countEntries('pt|xp', { min: 5 }), await store.countEntries('lb|old')], [2, 1, 0, 0], 'counts');
+      equal(await store.readUserLedger('a', { limit: 100 }), aLedger, "another user's ledger");
+      equal(await store.readRankHistory('lb|a', 'a', 10), aHistory, "another user's rank history");
+      equal((await store.getIdempotencyRecord('a', 'lessons', 'k1'))?.eventId, 'a1', "another user's idempotency record");
+      // Thresholds count the entries that are left (a store keeping index sizes keeps them right).
+      const r = await store.commit(commitOf('a', 1, { leaderboard: [{ ...write('lb|a', 'a', 6, t('05')), thresholdRank: 3 }] }));
+      if (r.ranks[0]?.threshold !== undefined) equal(r.ranks[0].threshold, 0, 'threshold of an index that holds fewer entries than the rank');
+      equal(r.ranks[0]?.rank, 1, 'rank after the erasure');
+      // The same id starts a brand-new user: version 1, only its own rows, its old idempotency keys free.
+      equal((await store.commit(commitOf('gone', 0, { ledger: [metricRow('gone', 'n1', t('06'), 1, 1)], idempotency: rec('gone', 'k1', 'n1'), counters: { users: 1 } }))).version, 1, 'created again');
+      equal((await store.readUserLedger('gone', { limit: 100 })).rows.map((row) => row.id), ['n1'], 'only the new rows');
+      equal((await store.getIdempotencyRecord('gone', 'lessons', 'k1'))?.eventId, 'n1', 'the old key is free again');
+      equal(await store.getEntry('lb|a', 'gone'), null, 'no old entry comes back');
+      equal(await listAllUsers(store, 10), ['a', 'b', 'gone'], 'listed again');
+      const again = await store.commit(commitOf('gone', 1, { leaderboard: [write('lb|a', 'gone', 2, t('07'))] }));
+      equal(again.ranks[0]?.rank, 3, 'the new user ranks on its own value');
+      equal((await store.readRankHistory('lb|a', 'gone', 10)).map((h) => [h.previousRank, h.rank]), [[null, 3]], 'a new rank history');
+    },
+  },
+  {
+    name: 'eraseUser of an absent user changes nothing; a wrong version is a conflict',
+    async run(store) {
+      equal(await store.eraseUser({ userId: 'nobody', expectedVersion: 0, counters: { users: -1 } }), { erased: false, version: 0, indexes: [] }, 'absent user');
+      equal(await store.getCounters(['users']), { users: 0 }, 'no counters applied');
+      await rejectsWithConflict(store.eraseUser({ userId: 'nobody', expectedVersion: 1, counters: {} }), 'an absent user at version 1');
+      await store.commit(commitOf('u', 0, { counters: { users: 1 } }));
+      await rejectsWithConflict(store.eraseUser({ userId: 'u', expectedVersion: 0, counters: { users: -1 } }), 'a present user at version 0');
+      equal([(await store.loadUser('u'))?.version, (await store.getCounters(['users'])).users], [1, 1], 'unchanged');
+      equal((await store.eraseUser({ userId: 'u', expectedVersion: 1, counters: { users: -1 } })).erased, true, 'erased');
+      await rejectsWithConflict(store.eraseUser({ userId: 'u', expectedVersion: 1, counters: { users: -1 } }), 'erased twice');
+      equal(await store.getCounters(['users']), { users: 0 }, 'counted once');
+    },
+  },
+  {
+    name: 'eraseUser with reset: everything of the user goes, then the reset state, rows and writes are stored at the next version',
+    async run(store) {
+      const t = (h: string) => `2026-04-02T${h}:00:00.000Z`;
+      await store.commit(commitOf('o', 0, { leaderboard: [write('lb|r', 'o', 5, t('01'))], counters: { users: 1 } }));
+      await store.commit(
+        commitOf('r', 0, {
+          ledger: [metricRow('r', 'r1', t('02'), 7, 7), rowOf('r', 'r2', 'points', 'xp', t('02'), null, 3, 3)],
+          leaderboard: [write('lb|r', 'r', 7, t('02')), write('lb|gone', 'r', 7, t('02')), { ...write('pt|xp', 'r', 3, t('02')), unranked: true }],
+          counters: { users: 1, 'achievement:a': 1 },
+          idempotency: { userId: 'r', metricKey: 'lessons', key: 'k', eventId: 'r1', at: t('02') },
+        }),
+      );
+      const state = sampleState('r', 0);
+      const reset = {
+        state,
+        ledger: [rowOf('r', 'u1', 'user', 'user', t('03'), { user: { name: 'R' } }, 0, 0), rowOf('r', 'p1', 'points', 'xp', t('03'), null, 2, 2)],
+        leaderboard: [{ ...write('pt|xp', 'r', 2, t('03')), unranked: true }, write('lb|r', 'r', 2, t('03'))],
+      };
+      await rejectsWithConflict(store.eraseUser({ userId: 'r', expectedVersion: 2, counters: {}, reset }), 'a stale version');
+      const result = await store.eraseUser({ userId: 'r', expectedVersion: 1, counters: { 'achievement:a': -1 }, reset });
+      equal([result.erased, result.version], [true, 2], 'reset to the next version');
+      equal(result.indexes, ['lb|gone', 'lb|r', 'pt|xp'], 'the indexes the user was in before');
+      const loaded = await store.loadUser('r');
+      equal([loaded?.version, canonical(loaded?.state)], [2, canonical(state)], 'the reset state');
+      equal((await store.readUserLedger('r', { limit: 100 })).rows.map((row) => row.id), ['u1', 'p1'], 'only the reset rows');
+      equal(await store.getIdempotencyRecord('r', 'lessons', 'k'), null, 'no idempotency records');
+      equal(await store.getEntry('lb|gone', 'r'), null, 'no entry where the reset wrote none');
+      equal(await store.countEntries('lb|gone'), 0, 'that index is empty');
+      equal((await store.getEntry('lb|r', 'r'))?.value, 2, "the reset's own entry");
+      equal((await store.readRange('lb|r', 0, 10)).map((e) => [e.userId, e.rank]), [['o', 1], ['r', 2]], 'ranks');
+      equal([await store.countEntries('pt|xp'), await store.countEntries('pt|xp', { min: 3 })], [1, 0], 'the totals index holds the new total');
+      equal((await store.readRankHistory('lb|r', 'r', 10)).map((h) => [h.previousRank, h.rank, h.value]), [[null, 2, 2]], 'rank history restarts');
+      equal(await store.readRankHistory('lb|gone', 'r', 10), [], 'no rank history left elsewhere');
+      equal(await store.getCounters(['users', 'achievement:a']), { users: 2, 'achievement:a': 0 }, 'counters');
+      equal(await listAllUsers(store, 10), ['o', 'r'], 'still listed');
+      equal((await store.commit(commitOf('r', 2))).version, 3, 'commits go on from the new version');
+    },
+  },
+  {
+    name: 'readEvents: metric rows newest first (instant, then metric key, then latest first), paged by cursor, with or without a metric',
+    async run(store) {
+      const t = (h: string) => `2026-04-03T${h}:00:00.000Z`;
+      const m = (id: string, key: string, at: string, data: LedgerRow['data'] = null) => rowOf('ev', id, 'metric', key, at, data, 1, 1);
+      await store.commit(commitOf('ev', 0, { ledger: [m('e1', 'lessons', t('01'), { attributes: { course: 'fr' }, idempotencyKey: 'k1' }), m('q1', 'quiz', t('01')), rowOf('ev', 'p1', 'points', 'xp', t('03'))] }));
+      await store.commit(commitOf('other', 0, { ledger: [rowOf('other', 'o1', 'metric', 'lessons', t('02'))] }));
+      await store.commit(commitOf('ev', 1, { ledger: [m('e2', 'lessons', t('02')), m('e3', 'lessons', t('01'))] }));
+      // A row dated before the others (a clock that went back) and a reversal row: both metric rows.
+      await store.commit(commitOf('ev', 2, { ledger: [m('q0', 'quiz', t('00')), m('r1', 'lessons', t('03'), { reverses: 'e2' })] }));
+      const all = ['r1', 'e2', 'q1', 'e3', 'e1', 'q0'];
+      const ids = (rows: LedgerRow[]) => rows.map((r) => r.id);
+      equal(ids((await store.readEvents('ev', { limit: 100 })).rows), all, 'every metric, newest first');
+      equal((await store.readEvents('ev', { limit: 100 })).next, null, 'no next after the last row');
+      equal(ids((await store.readEvents('ev', { metricKey: 'lessons', limit: 100 })).rows), ['r1', 'e2', 'e3', 'e1'], 'one metric');
+      equal(ids((await store.readEvents('ev', { metricKey: 'quiz', limit: 100 })).rows), ['q1', 'q0'], 'another metric');
+      equal(await store.readEvents('ev', { metricKey: 'none', limit: 10 }), { rows: [], next: null }, 'a metric without rows');
+      equal(await store.readEvents('nobody', { limit: 10 }), { rows: [], next: null }, 'an unknown user');
+      for (let limit = 1; limit <= all.length + 1; limit++) {
+        equal(ids(await readAllEvents(store, 'ev', limit)), all, `pages of ${limit}`);
+        equal(ids(await readAllEvents(store, 'ev', limit, 'lessons')), ['r1', 'e2', 'e3', 'e1'], `pages of ${limit}, one metric`);
+      }
+      const full = (await store.readEvents('ev', { metricKey: 'lessons', limit: 1 })).rows[0];
+      equal(canonical((await store.readEvents('ev', { limit: 100 })).rows.find((r) => r.id === 'e1')), canonical(m('e1', 'lessons', t('01'), { attributes: { course: 'fr' }, idempotencyKey: 'k1' })), 'rows read back whole');
+      equal(full?.id, 'r1', 'the newest row of one metric');
+      // A cursor is a place in the order: valid with or without a metric, and as rows are added.
+      const three = await store.readEvents('ev', { limit: 3 });
+      equal(ids(three.rows), ['r1', 'e2', 'q1'], 'first page');
+      assert(three.next !== null, 'more after three');
+      equal(ids((await store.readEvents('ev', { before: three.next, metricKey: 'lessons', limit: 10 })).rows), ['e3', 'e1'], 'the cursor with a metric after it');
+      equal(ids((await store.readEvents('ev', { before: three.next, metricKey: 'quiz', limit: 10 })).rows), ['q0'], 'the cursor with the metric of its row');
+      await store.commit(commitOf('ev', 3, { ledger: [m('e4', 'lessons', t('01')), m('n1', 'lessons', t('04'))] }));
+      equal(ids((await store.readEvents('ev', { before: three.next, limit: 10 })).rows), ['e4', 'e3', 'e1', 'q0'], 'the cursor after more rows');
+      await rejectsWithCode(store.readEvents('ev', { before: 'not a cursor', limit: 10 }), 'VALIDATION', 'a malformed cursor');
     },
   },
 ];
