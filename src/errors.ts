@@ -71,14 +71,14 @@ export class InvalidAttributeKeysError extends LaurelError {
 }
 
 /** The kinds of thing a {@link NotFoundError} can be about. */
-export type NotFoundKind = 'metric' | 'user' | 'achievement' | 'pointsSystem' | 'leaderboard';
+export type NotFoundKind = 'metric' | 'user' | 'achievement' | 'pointsSystem' | 'leaderboard' | 'boost';
 
 /** An unknown metric, user, achievement, points system or leaderboard. */
 export class NotFoundError extends LaurelError {
   readonly kind: NotFoundKind;
   readonly key: string;
   constructor(kind: NotFoundKind, key: string) {
-    const label = { metric: 'Metric', user: 'User', achievement: 'Achievement', pointsSystem: 'Points system', leaderboard: 'Leaderboard' }[kind];
+    const label = { metric: 'Metric', user: 'User', achievement: 'Achievement', pointsSystem: 'Points system', leaderboard: 'Leaderboard', boost: 'Boost' }[kind];
     super('NOT_FOUND', 404, `${label} not found: ${JSON.stringify(key)}`);
     this.kind = kind;
     this.key = key;

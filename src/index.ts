@@ -89,6 +89,7 @@ export type {
   UserInput,
   UserRecord,
   UserState,
+  YearlyChanges,
 } from './core/types.js';
 export type { LaurelErrorCode, NotFoundKind, ValidationIssue } from './errors.js';
 export type {
@@ -111,9 +112,14 @@ export type {
   Replayable,
 } from './engine/engine.js';
 export { applyOperation, MAX_PAUSE_DAYS, MAX_PAUSES } from './core/operations.js';
-export type { AdjustPointsResult, DeletePauseResult, GrantFreezesResult, OperationResult, PauseStreakResult, PreferencesView, RestoreStreakResult, StreakOperationResult, UpdatePreferencesResult } from './core/operations.js';
+export type { AdjustPointsResult, CreateBoostResult, DeleteBoostResult, DeletePauseResult, GrantFreezesResult, OperationResult, PauseStreakResult, PreferencesView, RestoreStreakResult, StreakOperationResult, UpdatePreferencesResult } from './core/operations.js';
+export { MAX_BOOST_MULTIPLIER, MAX_USER_BOOSTS, type BoostRecord, type BoostStatus, type PointsBoost } from './core/boosts.js';
+export type { CreateBoostInput } from './engine/boosts.js';
+export type { BoostRounding, UserBoost } from './core/types.js';
 export type { Aggregation, SummaryOptions, SummaryRow } from './engine/summaries.js';
 export type { DeleteUserResult, ResetUserResult, UserEvent, UserEventsOptions, UserEventsPage } from './engine/users.js';
+export type { WrappedActivity, WrappedActivityPeriod, WrappedAttributeValue, WrappedLeaderboard, WrappedMetric, WrappedPoints, WrappedResponse, WrappedStreak } from './engine/wrapped.js';
+export { yearlyIndex } from './core/wrapped.js';
 export type { Store, BatchCommitOutcome, Commit, CommitResult, EventLoad, IdempotencyLookup, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, VersionedState } from './store/types.js';
 export type { Erasure, ErasureResult, EventsPage } from './store/types.js';
 export type { BatchEvent, BatchEventResult } from './engine/batch.js';

@@ -15,6 +15,7 @@ import { isLaurelError } from '../errors.js';
 import { applyCompletion, applyIdentify, applyValidatedEvent, applyAccrue, checkCall } from './apply.js';
 import { addExact } from './decimal.js';
 import { boardIndexOf, pointsTotalsIndex, updateLeaderboards } from './leaderboards.js';
+import { refillYearlyChanges } from './wrapped.js';
 import { award, isAdjustment, pointsState } from './points.js';
 import { alignRules, ruleParts } from './rules.js';
 import { attributesMoved, pushAttributeTotals } from './totals.js';
@@ -133,7 +134,7 @@ export function rebuildUser(cfg: LaurelConfig, userId: string, rows: readonly Le
         if (state === null) continue;
         const { result, ...op } = r.data as OperationRowData;
         // A pause keeps the id it was given, which a later deletePause row names.
-        const pauseId = op.op === 'pauseStreak' ? (result as { pause?: { id?: unknown } } | undefined)?.pause?.id : undefined;
+        const pauseId = op.op === 'pauseStreak' ? (result as { pause?: { id?: unknown } } | undefined)?.pause?.id : op.op === 'createBoost' ? (result as { boost?: { id?: unknown } } | undefined)?.boost?.id : undefined;
         const out = applyOperation(cfg, state, typeof pauseId === 'string' ? { ...op, id: pauseId } as OperationInput : op, ctx);
         state = out.state;
         keep(out.effects);
@@ -197,6 +198,7 @@ export function reconcileUser(cfg: LaurelConfig, prior: UserState, rows: readonl
     step.state.rules = cfg.rules.all;
     updateLeaderboards(step, null, 0);
   }
+  refillYearlyChanges(step, rows);
   return { state: sealState(step), effects: step.effects, backdated, awards: step.awards };
 }
 
@@ -484,6 +486,7 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
     else if (was && take) delete boards[b.key];
   }
   step.state.rules = cfg.rules.all;
+  refillYearlyChanges(step, rows);
   const state = sealState(step);
   return { state, effects: step.effects, backdated: gained, awards: step.awards, diff: diffOf(cfg, before, state, gained, lost, reversed, added, take ? rebuilt.rejected.filter((r) => r.kind === 'metric').length : 0) };
 }

@@ -10,6 +10,7 @@ import { addExact, MAX_EXACT } from './decimal.js';
 import { ValidationError } from '../errors.js';
 import { stableId } from './ids.js';
 import { attributesMoved, pushAttributeTotals } from './totals.js';
+import { pushYearlyChanges } from './wrapped.js';
 import { localDateIn, own, ownRecord, record, type Step } from './step.js';
 import type { BoardEntry, BoardState, EventLeaderboard, GrantRun, LeaderboardView } from './types.js';
 
@@ -319,5 +320,7 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     step.effects.leaderboard.push({ index: pointsTotalsIndex(system.key), userId: step.state.user.id, value: total, reachedAt: step.nowIso, date: step.today, unranked: true });
     pushAttributeTotals(step, system, total);
   }
+  // Wrapped: the user's change this year per metric and points system the call moved (core/wrapped.ts).
+  pushYearlyChanges(step);
   return out;
 }

@@ -11,6 +11,7 @@ import { adjust, eventPoints, pointsState } from './points.js';
 import { validateText } from './users.js';
 import { addDays, isValidLocalDate, periodStartOf, previousPeriodStart, type LocalDate } from './calendar.js';
 import { begin, finish } from './apply.js';
+import { createBoost, deleteBoost, validateCreateBoost, validateDeleteBoost, type BoostRecord } from './boosts.js';
 import { ownStreak, record, sealState, type Step } from './step.js';
 import { extendedAt, streakView } from './streaks.js';
 import type { CoreContext, Effects, EventPoints, NotificationChannel, NotificationType, OperationInput, OperationRowData, PreferencesPatch, StreakPause, StreakView, UserPreferences, UserState } from './types.js';
@@ -65,7 +66,17 @@ export interface AdjustPointsResult extends StreakOperationResult {
   points: Record<string, EventPoints>;
 }
 
-export type OperationResult = AdjustPointsResult | GrantFreezesResult | RestoreStreakResult | PauseStreakResult | DeletePauseResult | UpdatePreferencesResult;
+export interface CreateBoostResult extends StreakOperationResult {
+  /** The boost created, as the store lists it. */
+  boost: BoostRecord;
+}
+
+export interface DeleteBoostResult extends StreakOperationResult {
+  /** The boost's id. */
+  id: string;
+}
+
+export type OperationResult = AdjustPointsResult | GrantFreezesResult | RestoreStreakResult | PauseStreakResult | DeletePauseResult | UpdatePreferencesResult | CreateBoostResult | DeleteBoostResult;
 
 export const NOTIFICATION_TYPES: readonly NotificationType[] = ['achievement_completed', 'recap', 'reactivation', 'streak_reminder'];
 const CHANNELS: readonly NotificationChannel[] = ['email', 'push'];
@@ -207,6 +218,12 @@ export function validateOperation(cfg: LaurelConfig, op: OperationInput): void {
       }
       if (op.reason !== undefined) validateText(op.reason, ['reason'], 1000, { nonEmpty: true });
       return;
+    case 'createBoost':
+      validateCreateBoost(cfg, op);
+      return;
+    case 'deleteBoost':
+      validateDeleteBoost(op);
+      return;
     case 'deletePause':
       needStreak(cfg);
       if (typeof op.id !== 'string' || op.id.length === 0 || op.id.length > 255) throw new ValidationError('pauseId must be a non-empty string', [{ path: ['pauseId'], message: 'must be a non-empty string' }]);
@@ -326,13 +343,21 @@ export function applyOperation(cfg: LaurelConfig, prior: UserState, op: Operatio
       out = { streak: result(step), awarded, total: pointsState(step.state, system.key).total, points: record() };
       break;
     }
+    case 'createBoost':
+      out = { streak: result(step), boost: createBoost(step, op) };
+      break;
+    case 'deleteBoost':
+      deleteBoost(step, op.id);
+      out = { streak: result(step), id: op.id };
+      break;
   }
   finish(step, null, 0, undefined);
   out.streak = result(step);
   if (op.op === 'adjustPoints') (out as AdjustPointsResult).points = eventPoints(step);
   const { streak: _streak, ...answered } = out;
   const { id: _replayedId, ...input } = op as OperationInput & { id?: string };
-  const data: OperationRowData = { ...(op.op === 'pauseStreak' ? input : op), result: answered } as OperationRowData;
+  // A pause's or boost's id is in the result (replay gives it back): the row's input is the caller's.
+  const data: OperationRowData = { ...(op.op === 'pauseStreak' || op.op === 'createBoost' ? input : op), result: answered } as OperationRowData;
   step.effects.ledger.push({ id: step.newId(), userId: step.state.user.id, kind: 'operation', key: op.op, at: step.nowIso, delta: 0, total: 0, data });
   return { state: sealState(step), effects: step.effects, result: out };
 }

@@ -6,6 +6,7 @@ import type { CompiledLevel, CompiledPointsSystem, CompiledTrigger, LaurelConfig
 import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
 import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
+import { activeOn, hasUserBoosts, userBoostsIn } from './boosts.js';
 import { copyRecord, createStep, matchesFilter, own, ownPoints, record, type Step } from './step.js';
 import type { AdjustmentRow, AttributePair, Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
 
@@ -77,9 +78,11 @@ export function levelFor(system: CompiledPointsSystem, total: number): LevelView
 const NO_BOOSTS: readonly BoostView[] = Object.freeze([]);
 
 function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date, attributes: Readonly<Record<string, string>>): { amount: number; boosts: readonly BoostView[] } {
-  if (raw <= 0 || system.boosts.length === 0) return { amount: raw, boosts: NO_BOOSTS };
+  if (raw <= 0 || (system.boosts.length === 0 && !hasUserBoosts(step.state, system.key))) return { amount: raw, boosts: NO_BOOSTS };
   const date = at === step.now ? step.today : localDateOf(at, step.tz);
-  const active = system.boosts.filter((b) => b.start <= date && (b.end === null || date <= b.end) && matchesFilter(b.userAttributes, attributes));
+  const active: { id: string; key: string; name: string; multiplier: number; rounding: string }[] = system.boosts.filter((b) => b.start <= date && (b.end === null || date <= b.end) && matchesFilter(b.userAttributes, attributes));
+  // The user's own boosts (createBoost) after the configured ones, in creation order; their key is their id.
+  for (const b of userBoostsIn(step.state, system.key)) if (activeOn(b, date)) active.push({ id: b.id, key: b.id, name: b.name, multiplier: b.multiplier, rounding: b.rounding });
   if (active.length === 0) return { amount: raw, boosts: NO_BOOSTS };
   let amount = raw;
   for (const b of active) amount *= b.multiplier;
@@ -277,7 +280,7 @@ export function accrueTimeGrants(step: Step): void {
       }
       // A run of this trigger's grants that no cap cuts and no other trigger's grant interrupts is one award
       // and one ledger row, so the cost of a call does not grow with how long the user was idle.
-      const count = system.boosts.length === 0 ? runLength(step, system, ps.total, first, live) : 1;
+      const count = system.boosts.length === 0 && !hasUserBoosts(step.state, system.key) ? runLength(step, system, ps.total, first, live) : 1;
       if (count > 1) awardRun(step, system, first.t, count, firstAt);
       else award(step, system, first.t, first.t.points, firstAt, false, false, step.attributesBefore);
       first.next += count;

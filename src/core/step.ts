@@ -8,7 +8,7 @@ import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
 import type { LocalDate } from './calendar.js';
 import { canonicalTimeZone, isSupportedInstant, localDateOf } from './calendar.js';
 import { ValidationError } from '../errors.js';
-import type { Award, BoardEntry, BoardState, Effects, PointsState, StreakState, UserFields, UserRecord, UserState } from './types.js';
+import type { Award, BoardEntry, BoardState, Effects, PointsState, StreakState, UserFields, UserRecord, UserState, YearlyChanges } from './types.js';
 
 export interface Step {
   readonly cfg: LaurelConfig;
@@ -57,6 +57,8 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
     ? base
     : { user: base.user, metrics: base.metrics, achievementProgress: base.achievementProgress, achievements: base.achievements, streak: base.streak, points: base.points, leaderboards: base.leaderboards, rules: base.rules };
   if (!fresh && base.preferences !== undefined) state.preferences = base.preferences;
+  if (!fresh && base.yearly !== undefined) state.yearly = base.yearly;
+  if (!fresh && base.boosts !== undefined) state.boosts = base.boosts;
   const owned = new Owned(state);
   if (fresh) collectOwned(state, owned);
   const step: Step = {
@@ -278,6 +280,13 @@ const dec = (v: unknown, what: string): number => {
   return Number.isFinite(n) ? n : badState(`${what} must be a finite number`);
 };
 
+function checkedYearly(y: unknown): YearlyChanges {
+  const v = y as { year?: unknown; metrics?: unknown; points?: unknown };
+  const year = v.year;
+  if (typeof year !== 'number' || !Number.isInteger(year)) return badState('yearly.year must be an integer');
+  return { year, metrics: checkRecord(v.metrics, 'yearly.metrics', (n) => dec(n, 'yearly.metrics')), points: checkRecord(v.points, 'yearly.points', (n) => dec(n, 'yearly.points')) };
+}
+
 /**
  * Copy of a user state whose records (metrics, achievements, points, boards, attributes, sums) have no
  * prototype, so every configured key, `toString` and `valueOf` included, reads only its own entry. States
@@ -341,5 +350,9 @@ function checkedState(state: UserState): UserState {
     rules: state.rules === undefined || state.rules === null ? '' : str(state.rules, 'rules'),
     // Set by `updatePreferences` (checked there; stores hand back what the engine wrote).
     ...(typeof state.preferences === 'object' && state.preferences !== null ? { preferences: state.preferences } : {}),
+    // Set by `createBoost`/`deleteBoost` (checked there; stores hand back what the engine wrote).
+    ...(Array.isArray(state.boosts) ? { boosts: state.boosts } : {}),
+    // Wrapped's sums of one year (core/wrapped.ts).
+    ...(typeof state.yearly === 'object' && state.yearly !== null ? { yearly: checkedYearly(state.yearly) } : {}),
   };
 }

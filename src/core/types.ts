@@ -68,7 +68,26 @@ export type OperationInput =
   | { op: 'pauseStreak'; start: LocalDate; end: LocalDate; id?: string }
   | { op: 'deletePause'; id: string }
   | { op: 'updatePreferences'; preferences: PreferencesPatch }
-  | { op: 'adjustPoints'; system: string; amount: number; reason?: string };
+  | { op: 'adjustPoints'; system: string; amount: number; reason?: string }
+  /** A boost of the user's own awards in one points system (`id`: the boost's id when replay applies it again). */
+  | { op: 'createBoost'; system: string; name: string; start: LocalDate; end?: LocalDate | null; multiplier: number; rounding?: BoostRounding; id?: string }
+  | { op: 'deleteBoost'; id: string };
+
+export type BoostRounding = 'down' | 'up' | 'nearest';
+
+/**
+ * A user's own boost (`createBoost`), kept in their state: it multiplies their positive awards in one points
+ * system from `start` to `end` (local dates in the user's zone, both included; `end` null: no end).
+ */
+export interface UserBoost {
+  id: string;
+  system: string;
+  name: string;
+  start: LocalDate;
+  end: LocalDate | null;
+  multiplier: number;
+  rounding: BoostRounding;
+}
 
 /** An `operation` ledger row's data: the operation and what it answered (besides the streak view), for idempotent repeats. */
 export type OperationRowData = OperationInput & {
@@ -130,6 +149,20 @@ export interface UserState {
   rules: string;
   /** Set by `updatePreferences` (absent: the configuration's defaults). */
   preferences?: UserPreferences;
+  /** The user's own boosts (`createBoost`) not finished at the last boost operation, in creation order (absent: none). */
+  boosts?: UserBoost[];
+  /** Wrapped: the user's changes in the latest year they changed in (absent: none since Wrapped; core/wrapped.ts). */
+  yearly?: YearlyChanges;
+}
+
+/**
+ * A user's changes in one local calendar year (sums of the ledger rows booked in it), per metric and per
+ * points system: what the yearly indexes of `getWrapped`'s percentiles hold for the user.
+ */
+export interface YearlyChanges {
+  year: number;
+  metrics: Record<string, number>;
+  points: Record<string, number>;
 }
 
 /** The notification types a user chooses channels for (the hosted service's). */

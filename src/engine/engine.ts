@@ -60,6 +60,10 @@ import type { CommitResult, RankChange, Store, VersionedState } from '../store/t
 import { eventOf, recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
 import { joinEffects, rankOfValue, reconcileFromStore, runReplay, type ReplayOptions, type ReplayReport } from './evolution.js';
 import { KeyedLock } from './lock.js';
+import { getWrapped, type WrappedResponse } from './wrapped.js';
+import { createBoost, deleteBoost, getUserBoosts, listBoosts, type BoostsContext, type CreateBoostInput } from './boosts.js';
+import type { PointsBoost } from '../core/boosts.js';
+import type { CreateBoostResult, DeleteBoostResult } from '../core/operations.js';
 import { deleteUser, getUserEvents, resetUser, type DeleteUserResult, type ResetUserResult, type UserEventsOptions, type UserEventsPage, type UserOperationsContext } from './users.js';
 import { foldSummary, spreadGrants, summaryPeriods, validateSummaryOptions, type DatedTotal, type SummaryOptions, type SummaryRow } from './summaries.js';
 
@@ -373,6 +377,8 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     return { loaded, record };
   }
 
+  const boostsContext = (): BoostsContext => ({ config, store, now, operate: (userId, op, opts) => operate(userId, op, opts) as never, loadUser: loadOrThrow });
+
   async function loadOrThrow(userId: string): Promise<VersionedState> {
     validateUserId(userId, ['userId']);
     const loaded = await store.loadUser(userId);
@@ -421,6 +427,10 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     validateUserId(userId, ['userId']);
     if (!Array.isArray(ops) || ops.length === 0 || ops.length > 100) throw new ValidationError('operations must be a list of 1 to 100 operations', [{ path: ['operations'], message: 'must list 1 to 100 operations' }]);
     ops.forEach((op) => validateOperation(config, op));
+    // A boost's id is the store's key across users: only replay gives one (core/evolve.ts).
+    ops.forEach((op, i) => {
+      if (op.op === 'createBoost' && op.id !== undefined) throw new ValidationError('a boost id is chosen by the engine', [{ path: ['operations', i, 'id'], message: 'must not be given' }]);
+    });
     const key = (opts ?? {}).idempotencyKey;
     if (key !== undefined) validateText(key, ['idempotencyKey'], 255, { nonEmpty: true });
     const scope = `op/${ops.map((o) => o.op).join('+')}`;
@@ -734,6 +744,54 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
      */
     async runOperations(userId: string, operations: readonly OperationInput[], opts: OperationOptions = {}): Promise<Replayable<OperationResult>[]> {
       return operateAll(userId, operations, opts);
+    },
+
+    /**
+     * Creates a boost of one user's positive awards in one points system, from `start` to `end` (local dates in
+     * the user's zone, both included), applied like a configured boost. Answers the boost (with its id). See
+     * docs/rules.md, section 12.
+     * @example
+     * ```ts
+     * const { boost } = await engine.createBoost({ pointsSystemKey: 'xp', userId: 'u1', name: 'Welcome back', start: '2025-03-01', end: '2025-03-07', multiplier: 2 });
+     * ```
+     */
+    async createBoost(boost: CreateBoostInput<PointsKeyOf<C>>, opts: OperationOptions = {}): Promise<Replayable<CreateBoostResult>> {
+      return createBoost(boostsContext(), boost as CreateBoostInput, opts);
+    },
+
+    /** Deletes a runtime boost by id (under its user's lock). @throws {NotFoundError} an unknown or deleted boost. */
+    async deleteBoost(id: string, opts: OperationOptions = {}): Promise<Replayable<DeleteBoostResult>> {
+      return deleteBoost(boostsContext(), id, opts);
+    },
+
+    /**
+     * A points system's boosts with their status (`scheduled`, `active`, `finished`): the configured ones, then
+     * every user's runtime boosts; finished ones only with `includeFinished`.
+     */
+    async listBoosts(systemKey: PointsKeyOf<C>, opts: { includeFinished?: boolean } = {}): Promise<PointsBoost[]> {
+      return listBoosts(boostsContext(), systemKey as string, opts);
+    },
+
+    /** The boosts applying to a user's awards in a system today: active configured ones they are eligible for, then their own active ones. */
+    async getUserBoosts(userId: string, systemKey: PointsKeyOf<C>): Promise<PointsBoost[]> {
+      return getUserBoosts(boostsContext(), userId, systemKey as string);
+    },
+
+    /**
+     * A user's year in review in the hosted service's `WrappedResponse` shape: days, weeks and months active,
+     * the most active day, week and month, per-metric and per-points-system changes (with percentiles among
+     * users for the entire year), achievements completed, the longest streak and best board ranks, from the
+     * user's ledger of that year (bounded reads). `year` defaults to the current year in the user's zone.
+     * See docs/rules.md, "Wrapped".
+     * @throws {ValidationError} a year that is not an integer from 1900 to the current year. {@link NotFoundError} unknown user.
+     * @example
+     * ```ts
+     * const { activity } = await engine.getWrapped('u1', { year: 2025 });
+     * console.log(activity.daysActive, activity.mostActiveDay.date, activity.entireYear.longestStreak.length);
+     * ```
+     */
+    async getWrapped(userId: string, opts: { year?: number } = {}): Promise<WrappedResponse> {
+      return getWrapped({ config, store, now, view: userView, load: async (id) => viewOf((await loadOrThrow(id)).state, context()) }, userId, opts);
     },
 
     /**

@@ -38,6 +38,8 @@ export function guardStore(store: Store): Store {
     getCounters: call('getCounters', (names) => store.getCounters(names)),
     readEvents: call('readEvents', (userId, page) => store.readEvents(userId, page)),
     eraseUser: call('eraseUser', (erasure) => store.eraseUser(erasure)),
+    listBoosts: call('listBoosts', (systemKey, page) => store.listBoosts(systemKey, page)),
+    getBoost: call('getBoost', (id) => store.getBoost(id)),
   };
   // The optional methods exist on the guard exactly when the store has them, so the engine can ask.
   if (typeof store.loadForEvents === 'function') guarded.loadForEvents = call('loadForEvents', (ids, lookups) => (store.loadForEvents as NonNullable<Store['loadForEvents']>)(ids, lookups));

@@ -7,7 +7,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { isLaurelError, UnauthorizedError, ValidationError } from '../errors.js';
 import type { Engine } from '../engine/engine.js';
 import type { LaurelConfig } from '../config/define.js';
-import type { EventResponse, UserInput, UserRecord } from '../core/types.js';
+import type { EventResponse, UserAchievement, UserInput, UserRecord } from '../core/types.js';
+import type { PointsBoost } from '../core/boosts.js';
 
 export interface HttpHandlerOptions {
   /** Accepted API keys (compared in constant time). */
@@ -74,6 +75,9 @@ function attributePairs(raw: string | null): Record<string, string> | undefined 
 }
 
 /** The user as the wire API shows it (with the hosted service's notification fields at their defaults). */
+/** A boost as the hosted service's `PointsBoost` (without the engine's `userId`). */
+const wireBoost = ({ userId: _userId, ...boost }: PointsBoost) => boost;
+
 function wireUser(user: UserRecord) {
   return { ...user, attributes: { ...user.attributes }, deviceTokens: [], subscribeToEmails: true, control: user.control === true };
 }
@@ -217,6 +221,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       },
     },
     { method: 'GET', pattern: ['users', ':id', 'points', ':key', 'event-summary'], run: async ({ params, url }) => json(200, await e.getPointsEventSummary(params.id as string, params.key as string, summaryOptions(url))) },
+    { method: 'GET', pattern: ['users', ':id', 'points', ':key', 'boosts'], run: async ({ params }) => json(200, (await e.getUserBoosts(params.id as string, params.key as string)).map(wireBoost)) },
     {
       method: 'GET',
       pattern: ['users', ':id', 'leaderboards', ':key'],
@@ -225,6 +230,19 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
         const run = url.searchParams.get('run') ?? undefined;
         const board = await e.getUserLeaderboard(params.id as string, params.key as string, { ...(run ? { run } : {}), ...(numEvents === undefined ? {} : { numEvents }) });
         return json(200, { ...board, history: board.history.map((h) => ({ ...h, timestamp: `${h.date}T00:00:00.000Z` })) });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: ['users', ':id', 'wrapped'],
+      run: async ({ params, url }) => {
+        const year = intParam(url, 'year');
+        const { user, activity: a } = await e.getWrapped(params.id as string, year === undefined ? {} : { year });
+        // As on /users/{id}/achievements: each achievement with its completions and rarity.
+        const stats = new Map((await e.listAchievements({ includeUnavailable: true })).map((s) => [s.key, s]));
+        const withStats = <P extends { achievements: UserAchievement[] }>(p: P) => ({ ...p, achievements: p.achievements.map((x) => ({ ...x, completions: stats.get(x.key)?.completions ?? 0, rarity: stats.get(x.key)?.rarity ?? 0 })) });
+        const activity = { ...a, mostActiveDay: withStats(a.mostActiveDay), mostActiveWeek: withStats(a.mostActiveWeek), mostActiveMonth: withStats(a.mostActiveMonth), entireYear: withStats(a.entireYear) };
+        return json(200, { user: wireUser(user), activity });
       },
     },
     {
@@ -253,6 +271,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
         return json(200, { ...system, triggers: system.triggers.map((t) => ({ ...t, status: 'active', created: startedAt, updated: startedAt })) });
       },
     },
+    { method: 'GET', pattern: ['points', ':key', 'boosts'], run: async ({ params, url }) => json(200, (await e.listBoosts(params.key as string, { includeFinished: url.searchParams.get('includeFinished') === 'true' })).map(wireBoost)) },
     { method: 'GET', pattern: ['points', ':key', 'levels'], run: async ({ params }) => json(200, await e.getLevels(params.key as string)) },
     { method: 'GET', pattern: ['points', ':key', 'level-summary'], run: async ({ params }) => json(200, await e.getLevelSummary(params.key as string)) },
     {

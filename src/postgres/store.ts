@@ -20,6 +20,7 @@
 import { ConflictError, isLaurelError, storageError, StorageUnavailableError, ValidationError, type LaurelError } from '../errors.js';
 import type { IdempotencyRecord, LedgerRow } from '../core/types.js';
 import type { BatchCommitOutcome, Commit, CommitResult, ErasureResult, EventLoad, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
+import type { BoostRecord } from '../core/boosts.js';
 import { MIGRATIONS } from './migrations.js';
 
 /** The result shape shared by `pg` (`rowCount`) and PGlite (`affectedRows`). */
@@ -612,6 +613,10 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     });
   }
 
+  const toBoost = (r: Record<string, unknown>): BoostRecord => {
+    const b = (typeof r.boost === 'string' ? JSON.parse(r.boost) : r.boost) as BoostRecord;
+    return { id: String(b.id), userId: String(r.user_id), pointsSystemKey: String(b.pointsSystemKey), name: String(b.name), start: String(b.start), end: b.end === null || b.end === undefined ? null : String(b.end), multiplier: Number(b.multiplier), rounding: b.rounding };
+  };
   const toRow = (r: Record<string, unknown>): LedgerRow => ({
     id: String(r.id),
     userId: String(r.user_id),
@@ -840,6 +845,22 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       const last = rows[rows.length - 1];
       const next = r.rows.length > limit && last ? `${String(last.cursor)}|${String(last.at)}|${String(last.key)}` : null;
       return { rows: rows.map(toRow), next };
+    },
+
+    // Migration 006: boosts_system, O(log n + limit).
+    async listBoosts(systemKey, page) {
+      const limit = Math.max(0, page.limit);
+      const r = await read((q) =>
+        page.after === undefined
+          ? q.query(`SELECT user_id, boost FROM ${t('boosts')} WHERE system = $1 ORDER BY id LIMIT $2`, [systemKey, limit])
+          : q.query(`SELECT user_id, boost FROM ${t('boosts')} WHERE system = $1 AND id > $3 ORDER BY id LIMIT $2`, [systemKey, limit, page.after]),
+      );
+      return r.rows.map(toBoost);
+    },
+
+    async getBoost(id) {
+      const row = (await read((q) => q.query(`SELECT user_id, boost FROM ${t('boosts')} WHERE id = $1`, [id]))).rows[0];
+      return row ? toBoost(row) : null;
     },
 
     // One statement (erase_user, migration 005), so one transaction; see the function for what it deletes

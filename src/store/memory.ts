@@ -8,6 +8,7 @@
  */
 import { ConflictError, ValidationError } from '../errors.js';
 import type { AwardRow, IdempotencyRecord, LeaderboardWrite, LedgerKind, LedgerRow } from '../core/types.js';
+import type { BoostRecord } from '../core/boosts.js';
 import { OrderedIndex, type IndexEntry } from './ordered-index.js';
 import type { BatchCommitOutcome, Commit, CommitResult, Erasure, ErasureResult, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
 
@@ -315,6 +316,55 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     let mine = ledgers.get(row.userId);
     if (!mine) ledgers.set(row.userId, (mine = new UserLedgers()));
     mine.add(ledgerKey(row.kind, row.key), row);
+    if (row.kind === 'operation' && (row.key === 'createBoost' || row.key === 'deleteBoost')) boostRow(row);
+  };
+  // Runtime boosts (Store.listBoosts): by id, each system's ids in code-unit order, each user's ids.
+  const boostsById = new Map<string, BoostRecord>();
+  const boostIds = new Map<string, string[]>();
+  const boostsOfUser = new Map<string, Set<string>>();
+  const seek = (ids: readonly string[], id: string, after: boolean): number => {
+    let lo = 0;
+    let hi = ids.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const at = ids[mid] as string;
+      if (at < id || (after && at === id)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const removeBoost = (id: string): void => {
+    const b = boostsById.get(id);
+    if (!b) return;
+    boostsById.delete(id);
+    const ids = boostIds.get(b.pointsSystemKey);
+    if (ids) {
+      const i = seek(ids, id, false);
+      if (ids[i] === id) ids.splice(i, 1);
+      if (ids.length === 0) boostIds.delete(b.pointsSystemKey);
+    }
+    const mine = boostsOfUser.get(b.userId);
+    mine?.delete(id);
+    if (mine?.size === 0) boostsOfUser.delete(b.userId);
+  };
+  const boostRow = (row: LedgerRow): void => {
+    const data = row.data as { id?: string; result?: { boost?: BoostRecord } } | null;
+    if (row.key === 'deleteBoost') {
+      const id = data?.id;
+      if (typeof id === 'string' && boostsById.get(id)?.userId === row.userId) removeBoost(id);
+      return;
+    }
+    const b = data?.result?.boost;
+    if (!b) return;
+    removeBoost(b.id);
+    const copy: BoostRecord = Object.freeze({ id: b.id, userId: row.userId, pointsSystemKey: b.pointsSystemKey, name: b.name, start: b.start, end: b.end, multiplier: b.multiplier, rounding: b.rounding });
+    boostsById.set(b.id, copy);
+    let ids = boostIds.get(b.pointsSystemKey);
+    if (!ids) boostIds.set(b.pointsSystemKey, (ids = []));
+    ids.splice(seek(ids, b.id, false), 0, b.id);
+    let mine = boostsOfUser.get(row.userId);
+    if (!mine) boostsOfUser.set(row.userId, (mine = new Set()));
+    mine.add(b.id);
   };
   // listUsers: the user ids in code-unit order, brought up to date by the first listUsers call after users
   // were created (a Map keeps insertion order, and an erasure takes its id out of both, so the new ids are
@@ -469,7 +519,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     }
     ledgers.delete(e.userId);
     idempotency.delete(e.userId);
-    // Future per-user data kept outside the state (boosts, pending outbox events: issue 13) goes here too.
+    for (const id of [...(boostsOfUser.get(e.userId) ?? [])]) removeBoost(id);
+    // Future per-user data kept outside the state (pending outbox events: issue 13) goes here too.
     for (const name of Object.keys(e.counters)) counters.set(name, (counters.get(name) ?? 0) + (e.counters[name] as number));
     let version = 0;
     if (e.reset) {
@@ -634,6 +685,16 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     },
     async eraseUser(erasure) {
       return erase(erasure);
+    },
+    // O(log n + limit): a binary search in the system's sorted ids.
+    async listBoosts(systemKey, page) {
+      const ids = boostIds.get(systemKey);
+      if (!ids) return [];
+      const from = page.after === undefined ? 0 : seek(ids, page.after, true);
+      return ids.slice(from, from + Math.max(0, page.limit)).map((id) => boostsById.get(id) as BoostRecord);
+    },
+    async getBoost(id) {
+      return boostsById.get(id) ?? null;
     },
   };
 }

@@ -119,6 +119,8 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
     countEntries: (index, range) => rankIndex.countEntries(index, range),
     readRankHistory: (index, userId, limit) => rankIndex.readRankHistory(index, userId, limit),
     readEvents: (userId, page) => store.readEvents(userId, page),
+    listBoosts: (systemKey, page) => store.listBoosts(systemKey, page),
+    getBoost: (id) => store.getBoost(id),
     async eraseUser(e) {
       const result = await store.eraseUser(e);
       if (!result.erased) return result;

@@ -3,6 +3,7 @@
  * `laurel/testing` against it. The engine is the only caller; stores never retry and never decide rules.
  */
 import type { ConflictError } from '../errors.js';
+import type { BoostRecord } from '../core/boosts.js';
 import type { IdempotencyRecord, LedgerKind, LedgerRow, LeaderboardWrite, UserState } from '../core/types.js';
 
 /** A user's state with the version it was stored at. Versions start at 1 and grow by 1 per commit. */
@@ -195,6 +196,10 @@ export interface Store {
    *   MUST keep one rank-history row per (index, user, date): the first write of a day sets its
    *   `previousRank`/`previousValue`, every write of the day sets `rank`/`value`. For an `unranked` write
    *   it MAY return nulls (ranks and values alike) and skip the history row.
+   * - MUST keep the runtime boosts its `operation` ledger rows make, in the same transaction (read by
+   *   `listBoosts` and `getBoost`): a row with key `createBoost` stores `data.result.boost` (a `BoostRecord`)
+   *   under its id; a row with key `deleteBoost` removes the user's boost `data.id`. Removing a user's ledger
+   *   (`eraseUser`) removes their boosts.
    * - MUST NOT retry; the engine decides about retries.
    * - MUST NOT mutate the objects passed in. `state` is an immutable value the store MAY keep and hand out
    *   again; the ledger rows, writes and records MUST NOT be kept by reference (the caller may reuse them).
@@ -279,8 +284,19 @@ export interface Store {
    * - with `reset`, then apply its ledger rows and leaderboard writes as a commit of `reset.state` would.
    * Ranks of the others close the gap (the entries are gone). Index sizes a store keeps for thresholds follow.
    * A later commit with `expectedVersion` 0 creates a brand-new user under the same id.
-   * Whatever else a store keeps per user in the future (preferences outside the state, boosts, pending outbox
+   * - remove every runtime boost of the user (`listBoosts` and `getBoost` no longer show them; a reset too).
+   * Whatever else a store keeps per user in the future (preferences outside the state, pending outbox
    * events of issue 13) MUST be removed here too.
    */
   eraseUser(erasure: Erasure): Promise<ErasureResult>;
+
+  /**
+   * Runtime boosts of one points system (see `commit`), in ascending id order (code-unit order for the ASCII
+   * ids `newId` gives), strictly after the id `after` (from the first without it), at most `limit`. MUST
+   * cost in proportion to the boosts returned (plus a logarithmic seek).
+   */
+  listBoosts(systemKey: string, page: { after?: string; limit: number }): Promise<BoostRecord[]>;
+
+  /** One runtime boost by its id, or null (unknown or deleted). SHOULD cost O(log n). */
+  getBoost(id: string): Promise<BoostRecord | null>;
 }

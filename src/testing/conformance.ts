@@ -923,6 +923,39 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
       await rejectsWithCode(store.readEvents('ev', { before: 'not a cursor', limit: 10 }), 'VALIDATION', 'a malformed cursor');
     },
   },
+  {
+    name: 'runtime boosts: createBoost and deleteBoost operation rows keep the listing (listBoosts, getBoost) with the commit; eraseUser removes the user\'s boosts',
+    async run(store) {
+      const t = (h: string) => `2026-03-02T${h}:00:00.000Z`;
+      const rec = (id: string, userId: string, system = 'xp') => ({ id, userId, pointsSystemKey: system, name: `Boost ${id}`, start: '2026-03-02', end: id === 'b2' ? null : '2026-03-09', multiplier: 1.5, rounding: 'up' as const });
+      const create = (userId: string, rowId: string, b: ReturnType<typeof rec>) => rowOf(userId, rowId, 'operation', 'createBoost', t('01'), { op: 'createBoost', system: b.pointsSystemKey, name: b.name, start: b.start, end: b.end, multiplier: b.multiplier, rounding: b.rounding, result: { boost: b } } as never, 0, 0);
+      const remove = (userId: string, rowId: string, id: string) => rowOf(userId, rowId, 'operation', 'deleteBoost', t('02'), { op: 'deleteBoost', id, result: { id } } as never, 0, 0);
+      await store.commit(commitOf('u1', 0, { ledger: [create('u1', 'r1', rec('b3', 'u1')), create('u1', 'r2', rec('b1', 'u1'))] }));
+      await store.commit(commitOf('u2', 0, { ledger: [create('u2', 'r3', rec('b2', 'u2')), create('u2', 'r4', rec('c1', 'u2', 'coins'))] }));
+      await rejectsWithConflict(store.commit(commitOf('u2', 0, { ledger: [create('u2', 'r5', rec('b9', 'u2'))] })), 'a refused commit');
+      equal(await store.getBoost('b9'), null, 'a refused commit keeps no boost');
+      equal(await store.getBoost('b3'), rec('b3', 'u1'), 'getBoost');
+      equal(await store.getBoost('nope'), null, 'an unknown boost');
+      equal((await store.listBoosts('xp', { limit: 10 })).map((b) => b.id), ['b1', 'b2', 'b3'], 'one system, in id order');
+      equal(await store.listBoosts('xp', { limit: 10 }), [rec('b1', 'u1'), rec('b2', 'u2'), rec('b3', 'u1')], 'records read back whole');
+      equal((await store.listBoosts('xp', { after: 'b1', limit: 1 })).map((b) => b.id), ['b2'], 'a page after a cursor');
+      equal((await store.listBoosts('xp', { after: 'b3', limit: 10 })).map((b) => b.id), [], 'after the last');
+      equal((await store.listBoosts('coins', { limit: 10 })).map((b) => b.id), ['c1'], 'another system');
+      equal(await store.listBoosts('none', { limit: 10 }), [], 'a system without boosts');
+      // A deleteBoost row of another user does not remove the boost.
+      await store.commit(commitOf('u2', 1, { ledger: [remove('u2', 'r6', 'b3')] }));
+      equal((await store.getBoost('b3'))?.userId, 'u1', "another user's deleteBoost row");
+      await store.commit(commitOf('u1', 1, { ledger: [remove('u1', 'r7', 'b3')] }));
+      equal(await store.getBoost('b3'), null, 'deleted');
+      equal((await store.listBoosts('xp', { limit: 10 })).map((b) => b.id), ['b1', 'b2'], 'deleted from the listing');
+      await store.eraseUser({ userId: 'u2', expectedVersion: 2, counters: {} });
+      equal((await store.listBoosts('xp', { limit: 10 })).map((b) => b.id), ['b1'], 'erased with the user');
+      equal(await store.listBoosts('coins', { limit: 10 }), [], 'erased in every system');
+      equal(await store.getBoost('b2'), null, 'getBoost after the erasure');
+      await store.eraseUser({ userId: 'u1', expectedVersion: 2, counters: {}, reset: { state: sampleState('u1'), ledger: [], leaderboard: [] } });
+      equal(await store.listBoosts('xp', { limit: 10 }), [], 'removed by a reset');
+    },
+  },
 ];
 
 /** Runs every check against fresh stores and returns the failures (empty when the store conforms). */
