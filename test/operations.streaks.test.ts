@@ -208,6 +208,14 @@ onEachStore('preferences', (kind) => {
     expect(await replayChanges(t, 'u1')).toEqual([]);
   });
 
+  it('a streak turned off is not restored while off', async () => {
+    const t = await setupOn(kind, custom, '2026-03-02T09:00:00Z');
+    await actDays(t, 'u1', 3);
+    t.advance(3 * DAY);
+    await t.engine.updatePreferences('u1', { streak: { enabled: false } });
+    expect(await t.engine.restoreStreak('u1')).toMatchObject({ restored: false, warning: "The user's streak is turned off", streak: { length: 0 } });
+  });
+
   it('mode and metrics need streak.customization in the configuration', async () => {
     const t = await setupOn(kind, config, '2026-03-02T09:00:00Z');
     await t.engine.identifyUser({ id: 'u1' });

@@ -271,6 +271,8 @@ function grantFreezes(step: Step, count: number, requireRoom: boolean): GrantFre
 function restoreStreak(step: Step): RestoreStreakResult {
   const sc = step.cfg.streak as NonNullable<LaurelConfig['streak']>;
   const lost = step.state.streak?.lost ?? null;
+  // A streak the user turned off stays 0 (updatePreferences; turning it off also forgot the loss).
+  if (step.state.preferences?.streak?.enabled === false) return { streak: result(step), restored: false, warning: "The user's streak is turned off" };
   if (!lost || lost.period < restoreWindowStart(step.cfg, step.today)) {
     return { streak: result(step), restored: false, warning: lost ? 'The lost streak is outside the restore window' : 'No lost streak to restore' };
   }
