@@ -1,6 +1,7 @@
 /**
  * The differential test: the same random calls (events, identify, updates, completions, accrue, reads, clock
- * moves), hostile strings, numbers at the bounds and keys named after Object.prototype members included, go
+ * moves, operator operations: freezes, restores, pauses, preferences, points adjustments, boosts, erasure and
+ * reset), hostile strings, numbers at the bounds and keys named after Object.prototype members included, go
  * to an engine on the memory store, on the PostgreSQL store (the real server when LAUREL_PG_URL is set, else
  * PGlite) and on PostgreSQL with Redis ranks (when LAUREL_REDIS_URL is set). Every response (or error code)
  * and every final state must be identical: a rule that holds on one store and not another is a bug.
@@ -65,6 +66,7 @@ type Op =
   | { kind: 'accrue'; user: string }
   | { kind: 'read'; what: number; user: string }
   | { kind: 'clock'; ms: number }
+  | { kind: 'operate'; what: number; user: string; amount: number }
   | { kind: 'batch'; events: Extract<Op, { kind: 'event' }>[] };
 
 /** Mostly valid choices, sometimes hostile ones: every store must accept and refuse exactly the same. */
@@ -94,7 +96,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('complete' as const), user }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('accrue' as const), user }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('read' as const), what: fc.nat(11), user }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('read' as const), what: fc.nat(17), user }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('operate' as const), what: fc.nat(10), user, amount: mostly([1, 2, -1, -5, 40], [0, 1.5]) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('clock' as const), ms: fc.constantFrom(0, 0, 1, 60_000, 3_600_000, 20 * 3_600_000, 86_400_000, 3 * 86_400_000) }) },
 );
 
@@ -122,6 +125,35 @@ async function perform(engine: Engine, o: Op): Promise<unknown> {
       return engine.accrue(o.user);
     case 'clock':
       return null;
+    case 'operate':
+      switch (o.what) {
+        case 0:
+          return engine.grantFreezes(o.user, Math.abs(o.amount), { idempotencyKey: `f${o.amount}` });
+        case 1:
+          return engine.restoreStreak(o.user);
+        case 2:
+          return engine.pauseStreak(o.user, { start: '2026-01-06', end: '2026-01-07' });
+        case 3: {
+          const [pause] = (await engine.getStreak(o.user)).pauses;
+          return engine.deletePause(o.user, pause?.id ?? 'none');
+        }
+        case 4:
+          return engine.updatePreferences(o.user, { streak: { enabled: o.amount > 0 }, notifications: { recap: o.amount > 1 ? ['email'] : [] } });
+        case 5:
+          return engine.adjustPoints(o.user, 'energy', o.amount, { reason: 'shop', idempotencyKey: `a${o.amount}` });
+        case 6:
+          return engine.runOperations(o.user, [{ op: 'adjustPoints', system: 'toString', amount: -o.amount * 10 }, { op: 'grantFreezes', count: 1, requireRoom: true }]);
+        case 7:
+          return engine.createBoost({ pointsSystemKey: 'toString', userId: o.user, name: 'Double', start: '2026-01-05', end: '2026-01-09', multiplier: 2, rounding: 'down' });
+        case 8: {
+          const runtime = (await engine.getUserBoosts(o.user, 'toString')).filter((b) => b.userId === o.user);
+          return engine.deleteBoost(runtime[0]?.id ?? 'none');
+        }
+        case 9:
+          return engine.resetUser(o.user);
+        default:
+          return engine.deleteUser(o.user);
+      }
     case 'read':
       switch (o.what) {
         case 0:
@@ -146,6 +178,22 @@ async function perform(engine: Engine, o: Op): Promise<unknown> {
           return engine.getPointsEventSummary(o.user, 'energy', { aggregation: 'daily', startDate: '2026-01-04', endDate: '2026-01-20' });
         case 10:
           return engine.getLeaderboard('streaks', { limit: 10 });
+        case 11: {
+          // Cursors are opaque and each store's own: the pages they lead to must be the same.
+          const first = await engine.getUserEvents(o.user, { limit: 2 });
+          const second = first.next ? await engine.getUserEvents(o.user, { before: first.next, limit: 2 }) : null;
+          return [first.events, first.next !== null, second?.events ?? null, second ? second.next !== null : null];
+        }
+        case 12:
+          return engine.getProfile(o.user);
+        case 13:
+          return engine.getWrapped(o.user, { year: 2026 });
+        case 14:
+          return Promise.all([engine.listBoosts('toString', { includeFinished: true }), engine.getUserBoosts(o.user, 'toString')]);
+        case 15:
+          return engine.getPreferences(o.user);
+        case 16:
+          return engine.listAchievements({ userAttributes: { valueOf: 'pro' } });
         default:
           return engine.simulateEvent('quiz', { user: { id: o.user }, value: 1 });
       }
