@@ -38,6 +38,12 @@ export function userAchievementView(a: CompiledAchievement, state: UserState | n
   return { ...achievementView(a), achievedAt: own(state?.achievements, a.key)?.achievedAt ?? null };
 }
 
+/** A user's view of an achievement: completed with `achievedAt`, else `achievedAt: null` and its `progress`. */
+export function achievementWithProgress(cfg: LaurelConfig, a: CompiledAchievement, state: UserState): UserAchievement {
+  const view = userAchievementView(a, state);
+  return own(state.achievements, a.key) ? view : { ...view, progress: achievementProgress(cfg, a, state) };
+}
+
 /** Current progress toward an achievement, as `{ current, target }`. */
 export function achievementProgress(cfg: LaurelConfig, a: CompiledAchievement, state: UserState | null): { current: number; target: number } {
   switch (a.trigger) {

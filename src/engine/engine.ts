@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { AchievementKeyOf, CompiledLeaderboard, LaurelConfig, LeaderboardKeyOf, MetricKeyOf, PointsKeyOf } from '../config/define.js';
 import { ConflictError, isLaurelErrorCode, NoLevelsError, NotFoundError, ValidationError } from '../errors.js';
 import { guardStore } from './guard.js';
-import { achievementProgress, achievementView, listedFor, userAchievementView } from '../core/achievements.js';
+import { achievementView, achievementWithProgress, listedFor } from '../core/achievements.js';
 import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkConfig, checkInstant, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
 import { isValidLocalDate, localDateOf } from '../core/calendar.js';
 import {
@@ -23,7 +23,7 @@ import {
 } from '../core/leaderboards.js';
 import { awardOfRow, isAdjustment, levelFor, levelView, nextGrants, systemView, triggerView } from '../core/points.js';
 import { attributeTotalsIndex, bucketOf, bucketRange, histogramBuckets } from '../core/totals.js';
-import { extendedAt, historyWindowStart, streakHistory, streakView, type StreakHistoryEntry } from '../core/streaks.js';
+import { extendedAt, historyWindowStart, streakHistory, type StreakHistoryEntry } from '../core/streaks.js';
 import type {
   AchievementView,
   Award,
@@ -52,7 +52,7 @@ import type {
   UserState,
 } from '../core/types.js';
 import { needsReconcile } from '../core/rules.js';
-import { applyOperation, type AdjustPointsResult, operationStreak, pausesFrom, preferencesView, validateOperation, type PreferencesView, type UpdatePreferencesResult, type DeletePauseResult, type GrantFreezesResult, type OperationResult, type PauseStreakResult, type RestoreStreakResult } from '../core/operations.js';
+import { applyOperation, type AdjustPointsResult, operationStreak, preferencesView, validateOperation, type PreferencesView, type UpdatePreferencesResult, type DeletePauseResult, type GrantFreezesResult, type OperationResult, type PauseStreakResult, type RestoreStreakResult } from '../core/operations.js';
 import { matchesFilter, own, userZone } from '../core/step.js';
 import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
 import { createMemoryStore } from '../store/memory.js';
@@ -813,7 +813,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       );
       const achievements = config.achievements
         .filter((a) => listedFor(a, s))
-        .map((a) => (own(s.achievements, a.key) ? userAchievementView(a, s) : { ...userAchievementView(a, s), progress: achievementProgress(config, a, s) }));
+        .map((a) => achievementWithProgress(config, a, s));
       const leaderboards: Profile['leaderboards'] = {};
       await Promise.all(
         config.leaderboards
@@ -827,7 +827,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       return {
         user: userView(s),
         metrics: config.metrics.map((m) => metricResponse(m.key, s)),
-        streak: { ...streakView(config, s, view.today), extended: extendedAt(s), pauses: pausesFrom(s, view.today) },
+        streak: operationStreak(config, s, view.today),
         points,
         achievements,
         leaderboards,
@@ -864,9 +864,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const out: UserAchievement[] = [];
       for (const a of config.achievements) {
         if (!listedFor(a, view)) continue;
-        const done = own(view.achievements, a.key);
-        if (done) out.push(userAchievementView(a, view));
-        else if (opts.includeIncomplete) out.push({ ...userAchievementView(a, view), progress: achievementProgress(config, a, view) });
+        if (own(view.achievements, a.key) || opts.includeIncomplete) out.push(achievementWithProgress(config, a, view));
       }
       return out;
     },
@@ -900,9 +898,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       const stored = config.streak ? await store.readLedger({ userId, kind: 'streak', key: 'streak', from, order: 'asc' }) : [];
       const rows = [...stored, ...view.effects.ledger.filter((r) => r.kind === 'streak')].map((r) => r.data as StreakPeriodRow);
       return {
-        ...streakView(config, view.state, view.today),
-        extended: extendedAt(view.state),
-        pauses: pausesFrom(view.state, view.today),
+        ...operationStreak(config, view.state, view.today),
         streakHistory: streakHistory(config, view.state, view.today, periods, rows),
       };
     },
@@ -1149,7 +1145,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       current: Number(own(state.metrics, metricKey) ?? 0),
       achievements: (config.index.achievementsByMetric.get(metricKey) ?? [])
         .filter((a) => listedFor(a, state))
-        .map((a) => (own(state.achievements, a.key) ? userAchievementView(a, state) : { ...userAchievementView(a, state), progress: achievementProgress(config, a, state) })),
+        .map((a) => achievementWithProgress(config, a, state)),
     };
   }
 
