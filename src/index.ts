@@ -121,7 +121,7 @@ export type { DeleteUserResult, ResetUserResult, UserEvent, UserEventsOptions, U
 export type { WrappedActivity, WrappedActivityPeriod, WrappedAttributeValue, WrappedLeaderboard, WrappedMetric, WrappedPoints, WrappedResponse, WrappedStreak } from './engine/wrapped.js';
 export { yearlyIndex } from './core/wrapped.js';
 export type { Store, BatchCommitOutcome, Commit, CommitResult, EventLoad, IdempotencyLookup, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, VersionedState } from './store/types.js';
-export type { Erasure, ErasureResult, EventsPage } from './store/types.js';
+export type { Erasure, ErasureResult, EventsPage, OutboxStore, ChangesPage, DeliveryRecord } from './store/types.js';
 export type { BatchEvent, BatchEventResult } from './engine/batch.js';
 export type { IndexEntry } from './store/ordered-index.js';
 export type { RankIndex, RankIndexSource, VersionedWrite, WithRankIndexOptions } from './store/rank-index.js';

@@ -171,6 +171,8 @@ export interface LaurelConfig<K extends ConfigKeys = ConfigKeys> {
   readonly leaderboards: readonly CompiledLeaderboard[];
   /** The experiment's control group: `controlRatio` of new users, chosen from their id; null: none. */
   readonly experiment: { readonly controlRatio: number } | null;
+  /** Reminders and `leaderboard.changed` throttling (`notifications`); every reminder null when not configured. */
+  readonly notifications: CompiledNotifications;
   readonly index: {
     readonly metrics: ReadonlyMap<string, CompiledMetric>;
     readonly eventAttributes: ReadonlySet<string>;
@@ -198,6 +200,20 @@ export interface LaurelConfig<K extends ConfigKeys = ConfigKeys> {
   readonly rules: RuleFingerprints;
   /** Phantom: the literal key types. Never set at run time. */
   readonly __keys?: K;
+}
+
+/** The compiled `notifications` section. */
+export interface CompiledNotifications {
+  /** `emails.streak_reminder_due` this many hours before a streak expires; null: none. */
+  readonly streakReminderHours: number | null;
+  /** `emails.reactivation_due` after these whole days idle (message n at `days[n-1]`); null: none. */
+  readonly reactivationDays: readonly number[] | null;
+  /** `emails.recap_due` per period of this frequency; null: none. */
+  readonly recap: 'daily' | 'weekly' | 'monthly' | null;
+  /** `emails.achievement_due` with each completed achievement. */
+  readonly achievement: boolean;
+  /** `leaderboard.changed` at most once per run per this many milliseconds. */
+  readonly leaderboardChangedMs: number;
 }
 
 export interface RuleFingerprints {
@@ -440,6 +456,13 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
     pointsSystems,
     leaderboards,
     experiment: cfg.experiment ? { controlRatio: cfg.experiment.controlRatio } : null,
+    notifications: {
+      streakReminderHours: cfg.notifications?.streakReminder?.hoursBefore ?? null,
+      reactivationDays: cfg.notifications?.reactivation?.days ?? null,
+      recap: cfg.notifications?.recap?.frequency ?? null,
+      achievement: cfg.notifications?.achievement !== undefined,
+      leaderboardChangedMs: (cfg.notifications?.leaderboardChangedMinutes ?? 15) * 60_000,
+    },
     index: {
       metrics: metricsByKey,
       eventAttributes: new Set(attributes.filter((a) => a.type === 'event').map((a) => a.key)),

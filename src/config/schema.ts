@@ -182,6 +182,27 @@ export const configSchema = z
     leaderboards: z.array(leaderboardSchema).default([]),
     // A control group for experiments: this share of new users (chosen from their id) gets no reminders.
     experiment: z.object({ controlRatio: z.number().min(0).max(1) }).strict().optional(),
+    // Change notifications (docs/rules.md, "Change notifications"): the reminders (`emails.*` change events)
+    // and how often `leaderboard.changed` may fire. Without it no reminder is emitted.
+    notifications: z
+      .object({
+        // `emails.streak_reminder_due`: this many hours before the user's streak expires in their zone.
+        streakReminder: z.object({ hoursBefore: z.number().int().min(1).max(168) }).strict().optional(),
+        // `emails.reactivation_due`: message n is due `days[n-1]` whole days after the user's last event.
+        reactivation: z
+          .object({ days: z.array(z.number().int().min(1).max(3650)).min(1).max(20) })
+          .strict()
+          .refine((r) => r.days.every((d, i) => i === 0 || d > (r.days[i - 1] as number)), { message: 'days must be strictly increasing', path: ['days'] })
+          .optional(),
+        // `emails.recap_due`: at the start of each period in the user's zone, for the period before (if they were active in it).
+        recap: z.object({ frequency: z.enum(['daily', 'weekly', 'monthly']) }).strict().optional(),
+        // `emails.achievement_due`: with each achievement a user completes.
+        achievement: z.object({}).strict().optional(),
+        // `leaderboard.changed` fires at most once per run per this many minutes (the service's 15).
+        leaderboardChangedMinutes: z.number().int().min(1).max(10_080).default(15),
+      })
+      .strict()
+      .optional(),
   })
   .strict()
   .superRefine((cfg, ctx) => {

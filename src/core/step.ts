@@ -59,6 +59,7 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
   if (!fresh && base.preferences !== undefined) state.preferences = base.preferences;
   if (!fresh && base.yearly !== undefined) state.yearly = base.yearly;
   if (!fresh && base.boosts !== undefined) state.boosts = base.boosts;
+  if (!fresh && base.notices !== undefined) state.notices = base.notices;
   const owned = new Owned(state);
   if (fresh) collectOwned(state, owned);
   const step: Step = {
@@ -354,5 +355,7 @@ function checkedState(state: UserState): UserState {
     ...(Array.isArray(state.boosts) ? { boosts: state.boosts } : {}),
     // Wrapped's sums of one year (core/wrapped.ts).
     ...(typeof state.yearly === 'object' && state.yearly !== null ? { yearly: checkedYearly(state.yearly) } : {}),
+    // Change notifications (core/changes.ts): written by the engine, handed back as written.
+    ...(typeof state.notices === 'object' && state.notices !== null ? { notices: state.notices } : {}),
   };
 }

@@ -153,6 +153,8 @@ export interface UserState {
   boosts?: UserBoost[];
   /** Wrapped: the user's changes in the latest year they changed in (absent: none since Wrapped; core/wrapped.ts). */
   yearly?: YearlyChanges;
+  /** Change notifications: reminders emitted and the instant changes were last looked at (absent: none yet). */
+  notices?: Notices;
 }
 
 /**
@@ -505,4 +507,76 @@ export interface ApplyResult {
   state: UserState;
   response: EventResponse;
   effects: Effects;
+}
+
+/** The change event types: the hosted service's 18 webhook types, under the same names. */
+export const CHANGE_TYPES = [
+  'achievement.completed',
+  'streak.started',
+  'streak.extended',
+  'streak.lost',
+  'streak.freeze_consumed',
+  'streak.freeze_earned',
+  'points.changed',
+  'points.level_changed',
+  'points.boost_started',
+  'points.boost_finished',
+  'leaderboard.started',
+  'leaderboard.changed',
+  'leaderboard.rank_changed',
+  'leaderboard.finished',
+  'emails.streak_reminder_due',
+  'emails.reactivation_due',
+  'emails.recap_due',
+  'emails.achievement_due',
+] as const;
+export type ChangeType = (typeof CHANGE_TYPES)[number];
+
+/**
+ * One change event, as a commit writes it to the outbox. `payload` is the hosted service's webhook body for
+ * `type` (it includes `type`). `at` is when the change happened: a change materialised lazily (a streak lost
+ * at local midnight, seen at the user's next call or sweep) is dated when it was due.
+ */
+export interface ChangeEvent {
+  id: string;
+  type: ChangeType;
+  /** The user it is about; null for changes of a board run or a boost of everyone. */
+  userId: string | null;
+  at: string;
+  payload: Record<string, unknown>;
+  /**
+   * `leaderboard.rank_changed` in a commit only: the store fills `payload.leaderboard.previousRank` and
+   * `.rank` from this commit's rank change of (`index`, the user) (the first write's previous rank, the last
+   * write's rank, each null when above `cap`), drops this field, and drops the whole event when the two
+   * are equal. Stored events never have it.
+   */
+  rank?: { index: string; cap: number };
+}
+
+/** A change event as the outbox hands it out, with its place in commit order (an opaque cursor). */
+export interface StoredChange {
+  id: string;
+  type: ChangeType;
+  userId: string | null;
+  at: string;
+  payload: Record<string, unknown>;
+  /** The event's place in the outbox: `readChanges({ after: position })` continues after it. */
+  position: string;
+}
+
+/**
+ * What Laurel keeps per user for change notifications (`UserState.notices`): the reminders already
+ * emitted, so each is emitted once, and the instant time-driven changes were last looked at.
+ */
+export interface Notices {
+  /** ISO instant up to which time-driven changes (boost starts and ends) were emitted. */
+  through: string;
+  /** ISO instant of the user's last event (reactivation and recap count from it); null: none yet. */
+  active: string | null;
+  /** Start date of the streak period a streak reminder was emitted for. */
+  streakReminder?: LocalDate;
+  /** Reactivation messages emitted since the last event. */
+  reactivation?: number;
+  /** End date of the last period a recap was emitted for. */
+  recap?: LocalDate;
 }

@@ -44,5 +44,16 @@ export function guardStore(store: Store): Store {
   // The optional methods exist on the guard exactly when the store has them, so the engine can ask.
   if (typeof store.loadForEvents === 'function') guarded.loadForEvents = call('loadForEvents', (ids, lookups) => (store.loadForEvents as NonNullable<Store['loadForEvents']>)(ids, lookups));
   if (typeof store.commitBatch === 'function') guarded.commitBatch = call('commitBatch', (commits) => (store.commitBatch as NonNullable<Store['commitBatch']>)(commits));
+  // The outbox methods: all of them or none (a store with only some is refused when the engine is created).
+  const outbox = ['readChanges', 'claimConsumer', 'advanceConsumer', 'releaseConsumer', 'getMarks', 'appendChanges', 'claimDue', 'pruneChanges', 'recordDeliveries', 'readDeliveries'] as const;
+  const present = outbox.filter((m) => typeof store[m] === 'function');
+  if (present.length > 0 && present.length < outbox.length) {
+    const missing = outbox.filter((m) => typeof store[m] !== 'function');
+    throw new ValidationError(`store implements part of OutboxStore: missing ${missing.join(', ')}`, [{ path: ['store'], message: 'must implement all of OutboxStore or none of it' }]);
+  }
+  for (const m of present) {
+    const fn = store[m] as (...args: unknown[]) => Promise<unknown>;
+    (guarded as unknown as Record<string, unknown>)[m] = call(m, (...args: unknown[]) => fn.apply(store, args));
+  }
   return guarded;
 }

@@ -10,7 +10,8 @@ import { ConflictError, ValidationError } from '../errors.js';
 import type { AwardRow, IdempotencyRecord, LeaderboardWrite, LedgerKind, LedgerRow } from '../core/types.js';
 import type { BoostRecord } from '../core/boosts.js';
 import { OrderedIndex, type IndexEntry } from './ordered-index.js';
-import type { BatchCommitOutcome, Commit, CommitResult, Erasure, ErasureResult, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
+import type { BatchCommitOutcome, Commit, CommitResult, Erasure, ErasureResult, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState, OutboxStore } from './types.js';
+import { MemoryOutbox, settleChanges } from './outbox.js';
 
 interface StoredUser {
   state: VersionedState['state'];
@@ -287,7 +288,7 @@ export interface MemoryStoreOptions {
 }
 
 /** The in-memory store returned by {@link createMemoryStore}. */
-export interface MemoryStore extends Store {
+export interface MemoryStore extends Omit<Store, keyof OutboxStore>, OutboxStore {
   /** Number of users stored. */
   readonly userCount: number;
 }
@@ -308,6 +309,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   // user -> (metric NUL key) -> `eventId NUL at`: one short string per record, grouped by user so that an
   // erasure finds the user's records without scanning everyone's.
   const idempotency = new Map<string, Map<string, string>>();
+  // Change events, consumer cursors, marks and the due index (issue 15).
+  const outbox = new MemoryOutbox();
   // user -> `kind NUL key` -> rows, and the user's log (see UserLedgers). Kinds and keys are the
   // configuration's own strings, so their hashes are cached.
   const ledgers = new Map<string, UserLedgers>();
@@ -433,7 +436,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     }
     for (const row of c.ledger) addRow(row);
     for (const name of Object.keys(c.counters)) counters.set(name, (counters.get(name) ?? 0) + (c.counters[name] as number));
-    return { version, ranks: writeEntries(c.leaderboard) };
+    const ranks = writeEntries(c.leaderboard);
+    if (c.changes && c.changes.length > 0) outbox.append(settleChanges(c.changes, ranks, c.userId));
+    outbox.setDue(c.userId, c.due);
+    return { version, ranks };
   };
 
   /** Applies leaderboard writes in order (entries and rank history); their rank changes. */
@@ -520,14 +526,16 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     ledgers.delete(e.userId);
     idempotency.delete(e.userId);
     for (const id of [...(boostsOfUser.get(e.userId) ?? [])]) removeBoost(id);
-    // Future per-user data kept outside the state (pending outbox events: issue 13) goes here too.
+    outbox.eraseUser(e.userId);
     for (const name of Object.keys(e.counters)) counters.set(name, (counters.get(name) ?? 0) + (e.counters[name] as number));
     let version = 0;
     if (e.reset) {
       version = e.expectedVersion + 1;
       users.set(e.userId, { state: e.reset.state, version });
       for (const row of e.reset.ledger) addRow(row);
-      writeEntries(e.reset.leaderboard);
+      const ranks = writeEntries(e.reset.leaderboard);
+      if (e.reset.changes && e.reset.changes.length > 0) outbox.append(settleChanges(e.reset.changes, ranks, e.userId));
+      outbox.setDue(e.userId, e.reset.due);
     } else {
       users.delete(e.userId);
       // Out of the sorted ids too when it was merged in already (else it was among the new ids, now gone).
@@ -548,6 +556,16 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     get userCount() {
       return users.size;
     },
+    readChanges: (page) => outbox.readChanges(page),
+    claimConsumer: (lease) => outbox.claimConsumer(lease),
+    advanceConsumer: (update) => outbox.advanceConsumer(update),
+    releaseConsumer: (lease) => outbox.releaseConsumer(lease),
+    getMarks: (marks) => outbox.getMarks(marks),
+    appendChanges: (entry) => outbox.appendChanges(entry),
+    claimDue: (claim) => outbox.claimDue(claim),
+    pruneChanges: (prune) => outbox.pruneChanges(prune),
+    recordDeliveries: (records) => outbox.recordDeliveries(records),
+    readDeliveries: (query) => outbox.readDeliveries(query),
     async loadUser(userId) {
       return loaded(userId);
     },

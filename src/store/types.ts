@@ -4,7 +4,7 @@
  */
 import type { ConflictError } from '../errors.js';
 import type { BoostRecord } from '../core/boosts.js';
-import type { IdempotencyRecord, LedgerKind, LedgerRow, LeaderboardWrite, UserState } from '../core/types.js';
+import type { ChangeEvent, IdempotencyRecord, LedgerKind, LedgerRow, LeaderboardWrite, StoredChange, UserState } from '../core/types.js';
 
 /** A user's state with the version it was stored at. Versions start at 1 and grow by 1 per commit. */
 export interface VersionedState {
@@ -23,6 +23,15 @@ export interface Commit {
   /** Increments of named counters (`users`, `achievement:<key>`). */
   counters: Record<string, number>;
   idempotency: IdempotencyRecord | null;
+  /**
+   * Change events to append to the outbox in the same transaction (see {@link OutboxStore}); absent or empty:
+   * none. A `leaderboard.rank_changed` event with `rank` is completed from this commit's rank changes first.
+   */
+  changes?: ChangeEvent[];
+  /**
+   * The user's next due instant (ISO) for `claimDue`, null for none; absent: leave the stored one as it is.
+   */
+  due?: string | null;
 }
 
 /** The rank of one written entry before and after the commit (1-based over the whole index; null if absent). */
@@ -111,7 +120,7 @@ export interface Erasure {
    * entries, rank history), the user is stored again at `expectedVersion + 1` with this state, these ledger
    * rows and these leaderboard writes, applied as a commit's (the writes' ranks are not returned).
    */
-  reset?: { state: UserState; ledger: LedgerRow[]; leaderboard: LeaderboardWrite[] };
+  reset?: { state: UserState; ledger: LedgerRow[]; leaderboard: LeaderboardWrite[]; changes?: ChangeEvent[]; due?: string | null };
 }
 
 /** What {@link Store.eraseUser} did. */
@@ -161,7 +170,7 @@ export interface RankHistoryRow {
  * A Laurel store. Ordering of every index: higher `value` first; equal values by earlier `reachedAt`
  * (ISO strings compare as instants); then by `userId` (code-unit order).
  */
-export interface Store {
+export interface Store extends Partial<OutboxStore> {
   /**
    * Loads a user's state and version. MUST return null for an unknown user.
    * States are immutable values: the caller never mutates a loaded state, so a store MAY hand out the very
@@ -285,8 +294,10 @@ export interface Store {
    * Ranks of the others close the gap (the entries are gone). Index sizes a store keeps for thresholds follow.
    * A later commit with `expectedVersion` 0 creates a brand-new user under the same id.
    * - remove every runtime boost of the user (`listBoosts` and `getBoost` no longer show them; a reset too).
-   * Whatever else a store keeps per user in the future (preferences outside the state, pending outbox
-   * events of issue 13) MUST be removed here too.
+   * - with an outbox ({@link OutboxStore}): remove every change event about the user (`userId`), delivered or
+   *   not, and their due instant (a reset then sets the due instant `reset.due`, when given); a reset
+   *   appends `reset.changes` as a commit would.
+   * Whatever else a store keeps per user in the future MUST be removed here too.
    */
   eraseUser(erasure: Erasure): Promise<ErasureResult>;
 
@@ -299,4 +310,87 @@ export interface Store {
 
   /** One runtime boost by its id, or null (unknown or deleted). SHOULD cost O(log n). */
   getBoost(id: string): Promise<BoostRecord | null>;
+}
+
+/** A page of {@link OutboxStore.readChanges}. */
+export interface ChangesPage {
+  events: StoredChange[];
+  /** The cursor to pass as `after` next time: after the last event returned, or `after` itself when none were. */
+  next: string;
+}
+
+/** The outcome of one delivery attempt of a change event to a webhook (or any consumer that records them). */
+export interface DeliveryRecord {
+  consumer: string;
+  eventId: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  ok: boolean;
+  /** The HTTP status, null when there was no answer (a timeout, a refused connection). */
+  status: number | null;
+  error: string | null;
+  /** ISO instant of the attempt. */
+  at: string;
+  /** How long the attempt took, in milliseconds. */
+  ms: number;
+}
+
+/**
+ * The change-notification half of a store (issue 15): a transactional outbox, durable consumer cursors with
+ * leases, marks for changes that no user's commit causes, and an index of users' next due instants. The
+ * memory and PostgreSQL stores implement it; the engine's `readChanges`, `subscribe`, `sweep` and webhook
+ * relay need it. Instants passed in (`now`) come from the engine's clock: stores never read their own.
+ */
+export interface OutboxStore {
+  /**
+   * Change events in commit order, strictly after the cursor `after` (from the oldest kept without it), at
+   * most `limit`. Commit order: an event a reader has been given a cursor past can never appear before that
+   * cursor later (on PostgreSQL an event of a transaction still open is held back until it ends). Events of
+   * one commit keep the order the commit listed them in. A malformed cursor MUST fail with `ValidationError`.
+   * MUST cost in proportion to the events returned plus a logarithmic seek.
+   */
+  readChanges(page: { after?: string; limit: number }): Promise<ChangesPage>;
+
+  /**
+   * Takes or renews the lease of consumer `consumer` for `owner` until `now + leaseMs`: granted when nobody
+   * holds it, `owner` holds it, or the holder's lease ended at or before `now`. Returns the consumer's stored
+   * cursor (null before its first `advanceConsumer`), or null when another owner holds the lease.
+   */
+  claimConsumer(lease: { consumer: string; owner: string; now: string; leaseMs: number }): Promise<{ cursor: string | null } | null>;
+
+  /**
+   * Stores `cursor` as the consumer's cursor and renews the lease until `now + leaseMs`, only if `owner` holds
+   * the lease (even an ended one nobody took since); returns false, changing nothing, otherwise.
+   */
+  advanceConsumer(update: { consumer: string; owner: string; cursor: string; now: string; leaseMs: number }): Promise<boolean>;
+
+  /** Ends `owner`'s lease of `consumer` (nothing when it holds none). The cursor stays. */
+  releaseConsumer(lease: { consumer: string; owner: string }): Promise<void>;
+
+  /** Stored values of marks (absent marks are left out). */
+  getMarks(marks: readonly string[]): Promise<Record<string, string>>;
+
+  /**
+   * Atomically: when mark `mark` holds `expected` (null: the mark is absent), sets it to `value`, appends
+   * `changes` to the outbox, and returns true; otherwise changes nothing and returns false. How sweeps emit a
+   * board run's or a boost's changes exactly once, whichever process gets there first.
+   */
+  appendChanges(entry: { mark: string; expected: string | null; value: string; changes: readonly ChangeEvent[] }): Promise<boolean>;
+
+  /**
+   * Users whose due instant (`Commit.due`) is at or before `now`, earliest first, at most `limit`; each one
+   * returned gets the due instant `now + leaseMs` in the same step, so concurrent callers never get the same
+   * user while its lease lasts (SKIP LOCKED on PostgreSQL). MUST cost in proportion to the users returned plus
+   * a logarithmic seek, never to the number of users.
+   */
+  claimDue(claim: { now: string; limit: number; leaseMs: number }): Promise<string[]>;
+
+  /** Removes change events dated (`at`) before `before`, at most `limit` of them; returns how many. */
+  pruneChanges(prune: { before: string; limit: number }): Promise<number>;
+
+  /** Appends delivery outcomes. */
+  recordDeliveries(records: readonly DeliveryRecord[]): Promise<void>;
+
+  /** The latest `limit` delivery outcomes of a consumer, newest first. */
+  readDeliveries(query: { consumer: string; limit: number }): Promise<DeliveryRecord[]>;
 }

@@ -1,0 +1,251 @@
+/**
+ * Helpers for stores implementing {@link OutboxStore}: completing a commit's `leaderboard.rank_changed`
+ * events from its rank changes, and the memory store's outbox, consumer leases, marks and due index.
+ */
+import type { ChangeEvent, StoredChange } from '../core/types.js';
+import { ValidationError } from '../errors.js';
+import type { ChangesPage, DeliveryRecord, OutboxStore, RankChange } from './types.js';
+
+/**
+ * A commit's change events as the outbox keeps them: each `leaderboard.rank_changed` event with a `rank`
+ * marker gets `previousRank` (the first rank change of the user in that index in this commit) and `rank`
+ * (the last), each null above the marker's `cap`, and is dropped when the two are equal. Other events pass
+ * as they are (without the marker). Never mutates its inputs.
+ */
+export function settleChanges(changes: readonly ChangeEvent[] | undefined, ranks: readonly RankChange[], userId: string): Omit<ChangeEvent, 'rank'>[] {
+  if (!changes || changes.length === 0) return [];
+  const out: Omit<ChangeEvent, 'rank'>[] = [];
+  for (const c of changes) {
+    if (!c.rank) {
+      out.push(c);
+      continue;
+    }
+    let first: RankChange | undefined;
+    let last: RankChange | undefined;
+    for (const r of ranks) {
+      if (r.index !== c.rank.index || r.userId !== userId) continue;
+      first ??= r;
+      last = r;
+    }
+    const cap = (rank: number | null | undefined) => (rank != null && rank <= c.rank!.cap ? rank : null);
+    const previousRank = cap(first?.previousRank);
+    const rank = cap(last?.rank);
+    if (previousRank === rank) continue;
+    const { rank: _marker, ...event } = c;
+    const leaderboard = { ...(event.payload.leaderboard as Record<string, unknown>), previousRank, rank };
+    out.push({ ...event, payload: { ...event.payload, leaderboard } });
+  }
+  return out;
+}
+
+const POSITION = /^[0-9]{1,15}$/;
+
+/** A binary min-heap of (due ms, user id). */
+class DueHeap {
+  private readonly items: { ms: number; userId: string }[] = [];
+  get size() {
+    return this.items.length;
+  }
+  peek() {
+    return this.items[0];
+  }
+  push(item: { ms: number; userId: string }) {
+    const a = this.items;
+    a.push(item);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if ((a[p] as { ms: number }).ms <= item.ms) break;
+      a[i] = a[p] as { ms: number; userId: string };
+      i = p;
+    }
+    a[i] = item;
+  }
+  pop() {
+    const a = this.items;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length > 0 && last) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= a.length) break;
+        const r = l + 1;
+        const c = r < a.length && (a[r] as { ms: number }).ms < (a[l] as { ms: number }).ms ? r : l;
+        if ((a[c] as { ms: number }).ms >= last.ms) break;
+        a[i] = a[c] as { ms: number; userId: string };
+        i = c;
+      }
+      a[i] = last;
+    }
+    return top;
+  }
+}
+
+/**
+ * The memory store's outbox: events in commit order (position = sequence number), consumer cursors with
+ * leases, marks, delivery outcomes and the due index (a heap with lazy deletion: O(log n) per change, a
+ * claim costs the users it returns plus the stale heap entries it passes).
+ */
+export class MemoryOutbox implements OutboxStore {
+  private log: (StoredChange | null)[] = [];
+  /** Sequence number of `log[0]`. */
+  private base = 1;
+  private readonly byUser = new Map<string, number[]>();
+  private readonly consumers = new Map<string, { cursor: string | null; owner: string | null; until: number }>();
+  private readonly marks = new Map<string, string>();
+  private readonly deliveries = new Map<string, DeliveryRecord[]>();
+  private readonly due = new Map<string, number>();
+  private readonly heap = new DueHeap();
+
+  /** Appends a commit's (settled) events. Synchronous: part of the commit's atomic step. */
+  append(events: readonly Omit<ChangeEvent, 'rank'>[]): void {
+    for (const e of events) {
+      const seq = this.base + this.log.length;
+      const stored: StoredChange = Object.freeze({ id: e.id, type: e.type, userId: e.userId, at: e.at, payload: e.payload, position: String(seq) });
+      this.log.push(stored);
+      if (e.userId !== null) {
+        let list = this.byUser.get(e.userId);
+        if (!list) this.byUser.set(e.userId, (list = []));
+        list.push(seq);
+      }
+    }
+  }
+
+  /** Sets (or with null clears) a user's due instant. Synchronous: part of a commit. */
+  setDue(userId: string, due: string | null | undefined): void {
+    if (due === undefined) return;
+    if (due === null) {
+      this.due.delete(userId);
+      return;
+    }
+    const ms = Date.parse(due);
+    this.due.set(userId, ms);
+    this.heap.push({ ms, userId });
+  }
+
+  /** Forgets everything about a user: their events and due instant. Synchronous: part of an erasure. */
+  eraseUser(userId: string): void {
+    for (const seq of this.byUser.get(userId) ?? []) {
+      const i = seq - this.base;
+      if (i >= 0 && i < this.log.length) this.log[i] = null;
+    }
+    this.byUser.delete(userId);
+    this.due.delete(userId);
+  }
+
+  private seqOf(after: string | undefined): number {
+    if (after === undefined) return this.base - 1;
+    if (typeof after !== 'string' || !POSITION.test(after)) throw new ValidationError(`after is not a change cursor (got ${JSON.stringify(after)})`, [{ path: ['after'], message: 'must be a cursor from readChanges' }]);
+    return Number(after);
+  }
+
+  async readChanges(page: { after?: string; limit: number }): Promise<ChangesPage> {
+    const from = Math.max(this.seqOf(page.after) + 1, this.base);
+    const events: StoredChange[] = [];
+    let next = page.after ?? String(this.base - 1);
+    for (let i = from - this.base; i < this.log.length && events.length < page.limit; i++) {
+      const e = this.log[i];
+      next = String(this.base + i);
+      if (e) events.push(e);
+    }
+    return { events, next };
+  }
+
+  async claimConsumer(lease: { consumer: string; owner: string; now: string; leaseMs: number }): Promise<{ cursor: string | null } | null> {
+    const now = Date.parse(lease.now);
+    const c = this.consumers.get(lease.consumer);
+    if (c && c.owner !== null && c.owner !== lease.owner && c.until > now) return null;
+    if (c) {
+      c.owner = lease.owner;
+      c.until = now + lease.leaseMs;
+      return { cursor: c.cursor };
+    }
+    this.consumers.set(lease.consumer, { cursor: null, owner: lease.owner, until: now + lease.leaseMs });
+    return { cursor: null };
+  }
+
+  async advanceConsumer(update: { consumer: string; owner: string; cursor: string; now: string; leaseMs: number }): Promise<boolean> {
+    const c = this.consumers.get(update.consumer);
+    if (!c || c.owner !== update.owner) return false;
+    c.cursor = update.cursor;
+    c.until = Date.parse(update.now) + update.leaseMs;
+    return true;
+  }
+
+  async releaseConsumer(lease: { consumer: string; owner: string }): Promise<void> {
+    const c = this.consumers.get(lease.consumer);
+    if (c && c.owner === lease.owner) {
+      c.owner = null;
+      c.until = 0;
+    }
+  }
+
+  async getMarks(marks: readonly string[]): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    for (const m of marks) {
+      const v = this.marks.get(m);
+      if (v !== undefined) out[m] = v;
+    }
+    return out;
+  }
+
+  async appendChanges(entry: { mark: string; expected: string | null; value: string; changes: readonly ChangeEvent[] }): Promise<boolean> {
+    if ((this.marks.get(entry.mark) ?? null) !== entry.expected) return false;
+    this.marks.set(entry.mark, entry.value);
+    this.append(settleChanges(entry.changes, [], ''));
+    return true;
+  }
+
+  async claimDue(claim: { now: string; limit: number; leaseMs: number }): Promise<string[]> {
+    const now = Date.parse(claim.now);
+    const out: string[] = [];
+    const again: { ms: number; userId: string }[] = [];
+    while (out.length < claim.limit && this.heap.size > 0) {
+      const top = this.heap.peek() as { ms: number; userId: string };
+      if (top.ms > now) break;
+      this.heap.pop();
+      // A stale entry (the user's due instant moved, or the user is gone) is dropped.
+      if (this.due.get(top.userId) !== top.ms) continue;
+      out.push(top.userId);
+      again.push({ ms: now + claim.leaseMs, userId: top.userId });
+    }
+    for (const a of again) {
+      this.due.set(a.userId, a.ms);
+      this.heap.push(a);
+    }
+    return out;
+  }
+
+  async pruneChanges(prune: { before: string; limit: number }): Promise<number> {
+    const before = Date.parse(prune.before);
+    let removed = 0;
+    let i = 0;
+    while (i < this.log.length && removed < prune.limit) {
+      const e = this.log[i];
+      if (e && Date.parse(e.at) >= before) break;
+      if (e) removed++;
+      i++;
+    }
+    if (i > 0) {
+      this.log = this.log.slice(i);
+      this.base += i;
+    }
+    return removed;
+  }
+
+  async recordDeliveries(records: readonly DeliveryRecord[]): Promise<void> {
+    for (const r of records) {
+      let list = this.deliveries.get(r.consumer);
+      if (!list) this.deliveries.set(r.consumer, (list = []));
+      list.push({ ...r });
+      // Bounded: the latest 10,000 outcomes per consumer.
+      if (list.length > 10_000) list.splice(0, list.length - 10_000);
+    }
+  }
+
+  async readDeliveries(query: { consumer: string; limit: number }): Promise<DeliveryRecord[]> {
+    const list = this.deliveries.get(query.consumer) ?? [];
+    return list.slice(Math.max(0, list.length - query.limit)).reverse();
+  }
+}
