@@ -1,6 +1,6 @@
 import { defineConfig } from 'tsup';
 
-const external = ['vitest', 'fast-check', 'pg', '@electric-sql/pglite', 'ioredis'];
+const external = ['vitest', 'fast-check', 'pg', '@electric-sql/pglite', 'ioredis', '@opentelemetry/api'];
 
 export default defineConfig([
   // The library: unchanged by the CLI (its own build below shares no chunk with it).
@@ -12,6 +12,7 @@ export default defineConfig([
       http: 'src/http.ts',
       postgres: 'src/postgres.ts',
       redis: 'src/redis.ts',
+      otel: 'src/otel.ts',
     },
     format: ['esm', 'cjs'],
     dts: true,

@@ -579,4 +579,6 @@ export interface Notices {
   reactivation?: number;
   /** End date of the last period a recap was emitted for. */
   recap?: LocalDate;
+  /** ISO instant of the first event since the last recap was due (absent: none). */
+  recapActivity?: string;
 }

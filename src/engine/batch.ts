@@ -7,7 +7,8 @@
 import type { LaurelConfig } from '../config/define.js';
 import { applyValidatedEvent, replayResponse } from '../core/apply.js';
 import { needsReconcile } from '../core/rules.js';
-import type { CoreContext, EventInput, EventResponse, IdempotencyRecord, UserInput } from '../core/types.js';
+import type { CoreContext, Effects, EventInput, EventResponse, IdempotencyRecord, UserInput, UserState } from '../core/types.js';
+import type { Noted } from '../core/changes.js';
 import { validateEvent } from '../core/users.js';
 import { isLaurelError, isLaurelErrorCode, ValidationError, type LaurelError } from '../errors.js';
 import type { BatchCommitOutcome, Commit, CommitResult, Store, VersionedState } from '../store/types.js';
@@ -36,6 +37,8 @@ export interface BatchDeps {
   context: () => CoreContext;
   /** Fills ranks and thresholds into a response from its commit's result (as for single calls). */
   fillRanks: (response: EventResponse, state: VersionedState['state'], result: CommitResult) => Promise<void>;
+  /** A commit's state with its change events and due instant (the engine's `noted`). */
+  noted: (before: UserState | null, after: UserState, effects: Effects, ctx: CoreContext) => Noted;
   /** Records one event the single-call way (with its own retries): for events whose batch commit conflicted. */
   recordOne: (event: EventInput) => Promise<EventResponse>;
 }
@@ -112,12 +115,18 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
             continue;
           }
         }
-        const out = applyValidatedEvent(config, current?.state ?? null, p.event, deps.context());
+        const ctx = deps.context();
+        const out = applyValidatedEvent(config, current?.state ?? null, p.event, ctx);
         const version = current?.version ?? 0;
-        p.commit = { userId, expectedVersion: version, state: out.state, ledger: out.effects.ledger, leaderboard: out.effects.leaderboard, counters: out.effects.counters, idempotency: out.effects.idempotency };
+        const n = deps.noted(current?.state ?? null, out.state, out.effects, ctx);
+        p.commit = { userId, expectedVersion: version, state: n.state, ledger: out.effects.ledger, leaderboard: out.effects.leaderboard, counters: out.effects.counters, idempotency: out.effects.idempotency };
+        if (n.changes !== undefined) {
+          p.commit.changes = n.changes;
+          p.commit.due = n.due as string | null;
+        }
         p.response = out.response;
         if (p.event.idempotencyKey !== undefined) keys.set(scopeOf(p.event), out.response.eventId);
-        state.set(userId, { state: out.state, version: version + 1 });
+        state.set(userId, { state: n.state, version: version + 1 });
         commits.push(p);
       } catch (error) {
         if (!isLaurelError(error)) throw error;

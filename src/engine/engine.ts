@@ -56,10 +56,13 @@ import { applyOperation, type AdjustPointsResult, operationStreak, preferencesVi
 import { matchesFilter, own, userZone } from '../core/step.js';
 import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
 import { createMemoryStore } from '../store/memory.js';
-import type { CommitResult, RankChange, Store, VersionedState } from '../store/types.js';
+import type { Commit, CommitResult, RankChange, Store, VersionedState } from '../store/types.js';
 import { eventOf, recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
 import { joinEffects, rankOfValue, reconcileFromStore, runReplay, type ReplayOptions, type ReplayReport } from './evolution.js';
 import { KeyedLock } from './lock.js';
+import { createObserver, instrument, type EngineHooks } from './observe.js';
+import { changesApi } from './changes.js';
+import { deriveChanges, type Noted } from '../core/changes.js';
 import { getWrapped, type WrappedResponse } from './wrapped.js';
 import { createBoost, deleteBoost, getUserBoosts, listBoosts, type BoostsContext, type CreateBoostInput } from './boosts.js';
 import type { PointsBoost } from '../core/boosts.js';
@@ -98,6 +101,17 @@ export interface EngineOptions<C extends LaurelConfig> {
    * and metrics; the call itself still succeeds.
    */
   onDegraded?: (error: unknown) => void;
+  /**
+   * Observability hooks (`onCall`, `onCommit`, `onRetry`, `onConflict`, `onError`), one object or a list; see
+   * README "Observability" and `laurel/otel`. A hook that throws never changes a call's outcome.
+   */
+  hooks?: EngineHooks | readonly EngineHooks[];
+  /**
+   * Change notifications (default true when the store implements `OutboxStore`, as the memory and PostgreSQL
+   * stores do): every commit writes its change events to the store's outbox, read with `readChanges`,
+   * `subscribe` and the webhook relay. `false` writes none (and keeps no due index for `sweep`).
+   */
+  changes?: boolean;
 }
 
 export interface EventRequest {
@@ -227,7 +241,8 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
   const config = options.config as LaurelConfig;
   checkConfig(config);
   const rawStore = options.store ?? createMemoryStore();
-  const store = guardStore(rawStore);
+  const observer = createObserver(options.hooks);
+  const store = observer.observeStore(guardStore(rawStore));
   const clock = options.clock ?? (() => new Date());
   const newId = options.newId ?? (() => randomUUID());
   if (typeof clock !== 'function') throw new ValidationError('clock must be a function returning a Date', [{ path: ['clock'], message: 'must be a function' }]);
@@ -236,12 +251,14 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
   const baseDelay = intIn(options.retry?.baseDelayMs, 'retry.baseDelayMs', 0, 60_000, 2);
   const degraded = (error: unknown) => {
     try {
+      observer.degraded(error);
       options.onDegraded?.(error);
     } catch {
       // An observer's failure must not turn a successful call into a failed one.
     }
   };
   const lock = new KeyedLock();
+  const changesOn = options.changes !== false && typeof store.readChanges === 'function';
   /** The engine's clock, checked: a clock that returns an invalid or out-of-range date fails the call typed. */
   const now = (): Date => {
     const value = clock();
@@ -266,23 +283,56 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
           return await attempt(loaded);
         } catch (error) {
           if (!isLaurelErrorCode(error, 'CONFLICT')) throw error;
+          observer.conflict(userId, error);
           if (i + 1 >= attempts) throw new ConflictError(`Storage conflict for user ${JSON.stringify(userId)} after ${attempts} attempts.`, { cause: error });
-          await sleep(baseDelay * 2 ** Math.min(i, 6) * Math.random());
+          const delay = baseDelay * 2 ** Math.min(i, 6) * Math.random();
+          observer.retry(userId, i + 1, delay, error);
+          await sleep(delay);
         }
       }
     });
   }
 
-  async function commit(userId: string, loaded: VersionedState | null, state: UserState, effects: Effects): Promise<CommitResult> {
-    return store.commit({
+  /**
+   * A commit's state with its change events and due instant (core/changes.ts), when change notifications
+   * are on; else the state alone.
+   */
+  function noted(before: UserState | null, after: UserState, effects: Effects, ctx: CoreContext): Noted {
+    if (!changesOn) return { state: after };
+    return deriveChanges(config, before, after, effects, ctx);
+  }
+
+  /** A streak's history as `getStreak` shows it (7 periods), from the stored rows and a call's own. */
+  async function historyOf(userId: string, state: UserState, rows: readonly LedgerRow[], now: Date): Promise<StreakHistoryEntry[]> {
+    if (!config.streak) return [];
+    const tz = userZone(config, state);
+    const today = localDateOf(now, tz);
+    const from = historyWindowStart(config, today, 7, tz).toISOString();
+    const stored = await store.readLedger({ userId, kind: 'streak', key: 'streak', from, order: 'asc' });
+    return streakHistory(config, state, today, 7, [...stored, ...rows.filter((r) => r.kind === 'streak')].map((r) => r.data as StreakPeriodRow));
+  }
+
+  async function commit(userId: string, loaded: VersionedState | null, state: UserState, effects: Effects, ctx: CoreContext = context()): Promise<CommitResult> {
+    const n = noted(loaded?.state ?? null, state, effects, ctx);
+    // A streak reminder carries the streak as `getStreak` shows it: its history is read for it.
+    for (const ch of n.changes ?? []) {
+      if (ch.type !== 'emails.streak_reminder_due') continue;
+      ch.payload = { ...ch.payload, streak: { ...(ch.payload.streak as object), streakHistory: await historyOf(userId, n.state, effects.ledger, ctx.now) } };
+    }
+    const c: Commit = {
       userId,
       expectedVersion: loaded?.version ?? 0,
-      state,
+      state: n.state,
       ledger: effects.ledger,
       leaderboard: effects.leaderboard,
       counters: effects.counters,
       idempotency: effects.idempotency,
-    });
+    };
+    if (n.changes !== undefined) {
+      c.changes = n.changes;
+      c.due = n.due as string | null;
+    }
+    return store.commit(c);
   }
 
   const board = (key: string): CompiledLeaderboard => {
@@ -464,7 +514,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
       // The last row of a batch names every row of it, so that a repeat finds all the answers.
       if (opRows.length > 1) lastRow.data = { ...(lastRow.data as OperationRowData), batch: opRows.map((r) => r.id) };
       if (key !== undefined) (effects as Effects).idempotency = { userId, metricKey: scope, key, eventId: lastRow.id, at: lastRow.at };
-      await commit(userId, loaded, state, effects as Effects);
+      await commit(userId, loaded, state, effects as Effects, ctx);
       return results.map((r) => (key === undefined ? r : { ...r, idempotentReplayed: false }));
     });
   }
@@ -480,10 +530,31 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
   }
 
   /** What the operations on users (./users.ts) need. */
-  const userOperations = (): UserOperationsContext => ({ config, store, context, degraded, view: userView, withUser: (userId, attempt) => withUser(userId, attempt) });
+  const userOperations = (): UserOperationsContext => ({ config, store, context, degraded, noted, view: userView, withUser: (userId, attempt) => withUser(userId, attempt) });
+
+  /** Brings a due user up to now and commits, whatever changed: the commit also sets their next due instant. */
+  async function sweepUser(userId: string): Promise<void> {
+    await withUser(userId, async (loaded) => {
+      if (!loaded) return;
+      const ctx = context();
+      const prior = await current(loaded.state, ctx);
+      const out = applyAccrue(config, prior.state, ctx);
+      await commit(userId, loaded, out.state, prior.effects ? joinEffects(prior.effects, out.effects) : out.effects, ctx);
+    });
+  }
+
+  const changes = changesApi({
+    config,
+    store,
+    now,
+    newId: checkedId,
+    sweepUser,
+    rankings: async (b, run, limit) => (await engine.getLeaderboard(b.key as LeaderboardKeyOf<C>, { run: run.start, limit })).rankings,
+  });
 
   const engine = {
     config: options.config,
+    ...changes,
     /** The store given to `createEngine` (the engine itself reads it through a guard that types every failure). */
     store: rawStore,
 
@@ -504,7 +575,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
           const ctx = context();
           const pre = loaded && needsReconcile(config, loaded.state) ? await reconcileFromStore(config, store, loaded.state, ctx) : null;
           const { state, response, effects } = applyValidatedEvent(config, pre ? pre.state : (loaded?.state ?? null), event, ctx);
-          const result = await commit(event.user.id, loaded, state, pre ? joinEffects(pre.effects, effects) : effects);
+          const result = await commit(event.user.id, loaded, state, pre ? joinEffects(pre.effects, effects) : effects, ctx);
           await fillRanks(response.leaderboards, state, result);
           return response;
         },
@@ -537,6 +608,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
           lock,
           context,
           fillRanks: (response, state, result) => fillRanks(response.leaderboards, state, result),
+          noted,
           recordOne: (event) => engine.recordEvent(event.metricKey as MetricKeyOf<C>, event, event.idempotencyKey === undefined ? {} : { idempotencyKey: event.idempotencyKey }),
         },
         events,
@@ -578,7 +650,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         const ctx = context();
         const prior = loaded ? await current(loaded.state, ctx) : null;
         const { state, effects } = applyIdentify(config, prior?.state ?? null, user, ctx);
-        await commit(user.id, loaded, state, prior?.effects ? joinEffects(prior.effects, effects) : effects);
+        await commit(user.id, loaded, state, prior?.effects ? joinEffects(prior.effects, effects) : effects, ctx);
         return userView(state);
       });
     },
@@ -592,7 +664,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         const ctx = context();
         const prior = await current(loaded.state, ctx);
         const { state, effects } = applyIdentify(config, prior.state, user, ctx);
-        await commit(userId, loaded, state, prior.effects ? joinEffects(prior.effects, effects) : effects);
+        await commit(userId, loaded, state, prior.effects ? joinEffects(prior.effects, effects) : effects, ctx);
         return userView(state);
       });
     },
@@ -653,7 +725,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         const ctx = context();
         const prior = loaded ? await current(loaded.state, ctx) : null;
         const out = applyCompletion(config, prior?.state ?? null, achievement, input.user, ctx);
-        if (out.changed || prior?.effects) await commit(input.user.id, loaded, out.state, prior?.effects ? joinEffects(prior.effects, out.effects) : out.effects);
+        if (out.changed || prior?.effects) await commit(input.user.id, loaded, out.state, prior?.effects ? joinEffects(prior.effects, out.effects) : out.effects, ctx);
         const { completionId, achievement: view, points } = out.result as CompletionResult;
         return { completionId, achievement: view, points };
       });
@@ -851,7 +923,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
         const { state, result } = out;
         const effects = prior.effects ? joinEffects(prior.effects, out.effects) : out.effects;
         // Unlocked achievements (counters) are changes too, even without a ledger row or a board write.
-        if (effects.ledger.length > 0 || effects.leaderboard.length > 0 || Object.keys(effects.counters).length > 0 || state.rules !== loaded.state.rules) await commit(userId, loaded, state, effects);
+        if (effects.ledger.length > 0 || effects.leaderboard.length > 0 || Object.keys(effects.counters).length > 0 || state.rules !== loaded.state.rules) await commit(userId, loaded, state, effects, ctx);
         return result;
       });
     },
@@ -1181,7 +1253,8 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
     return runOf(b, date) ?? runContaining(b, date < b.start ? b.start : (b.end ?? date));
   }
 
-  return engine;
+  // Every public method (and any added later) reports to the hooks and `laurel:*` channels.
+  return instrument(engine, observer);
 }
 
 /** The engine returned by {@link createEngine}. */

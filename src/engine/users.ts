@@ -9,7 +9,8 @@ import { applyOperation, validateOperation } from '../core/operations.js';
 import type { CoreContext, Effects, MetricRowData, PreferencesPatch, UserInput, UserRecord, UserState } from '../core/types.js';
 import { validateUserId } from '../core/users.js';
 import { ConflictError, isLaurelError, NotFoundError, StorageUnavailableError, ValidationError } from '../errors.js';
-import type { ErasureResult, Store, VersionedState } from '../store/types.js';
+import type { Erasure, ErasureResult, Store, VersionedState } from '../store/types.js';
+import type { Noted } from '../core/changes.js';
 import { joinEffects } from './evolution.js';
 
 /** What the operations need from the engine. */
@@ -20,6 +21,8 @@ export interface UserOperationsContext {
   context: () => CoreContext;
   /** Runs `attempt` under the user's lock on the user's state, retrying on conflicts. */
   withUser: <R>(userId: string, attempt: (loaded: VersionedState | null) => Promise<R>) => Promise<R>;
+  /** A commit's state with its change events and due instant (the engine's `noted`). */
+  noted: (before: UserState | null, after: UserState, effects: Effects, ctx: CoreContext) => Noted;
   /** The engine's `onDegraded`. */
   degraded: (error: unknown) => void;
   /** The engine's view of a user record (as `getUser` answers it). */
@@ -147,7 +150,15 @@ export async function resetUser(ops: UserOperationsContext, userId: string): Pro
     // The user is not new to the counts: only their achievements leave them (and any the new state holds join).
     delete counters.users;
     achievementsOut(before, counters);
-    const result = await ops.store.eraseUser({ userId, expectedVersion: loaded.version, counters, reset: { state, ledger: effects.ledger, leaderboard: effects.leaderboard } });
+    // The reset user's changes, as a new user's (their earlier events leave the outbox with the erasure).
+    const n = ops.noted(null, state, effects, ctx);
+    state = n.state;
+    const reset: NonNullable<Erasure['reset']> = { state, ledger: effects.ledger, leaderboard: effects.leaderboard };
+    if (n.changes !== undefined) {
+      reset.changes = n.changes;
+      reset.due = n.due as string | null;
+    }
+    const result = await ops.store.eraseUser({ userId, expectedVersion: loaded.version, counters, reset });
     if (!result.erased) throw new ConflictError(`User ${JSON.stringify(userId)} changed while it was being reset.`);
     return { userId, reset: true, user: ops.view(state), ...pending(ops, 'resetUser', result) };
   });

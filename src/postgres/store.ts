@@ -18,9 +18,10 @@
  * `'unknown'` if it could not be read.
  */
 import { ConflictError, isLaurelError, storageError, StorageUnavailableError, ValidationError, type LaurelError } from '../errors.js';
-import type { IdempotencyRecord, LedgerRow } from '../core/types.js';
-import type { BatchCommitOutcome, Commit, CommitResult, ErasureResult, EventLoad, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
+import type { IdempotencyRecord, LedgerRow, StoredChange } from '../core/types.js';
+import type { BatchCommitOutcome, ChangesPage, Commit, CommitResult, DeliveryRecord, ErasureResult, EventLoad, EventsPage, LedgerPage, LedgerQuery, OutboxStore, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
 import type { BoostRecord } from '../core/boosts.js';
+import { settleChanges } from '../store/outbox.js';
 import { MIGRATIONS } from './migrations.js';
 
 /** The result shape shared by `pg` (`rowCount`) and PGlite (`affectedRows`). */
@@ -86,7 +87,7 @@ export interface PostgresStoreOptions {
   verifyTimeoutMs?: number;
 }
 
-export interface PostgresStore extends Store {
+export interface PostgresStore extends Omit<Store, keyof OutboxStore>, OutboxStore {
   /** Creates or upgrades the schema; safe to run from many processes at once and to run again. */
   migrate(): Promise<void>;
   /**
@@ -140,6 +141,34 @@ function eventCursorOf(before: string | undefined): { seq: string; at: string; k
   }
   return { seq: m[1] as string, at: m[2] as string, key: m[3] as string };
 }
+
+const MAX_XID8 = 2n ** 64n - 1n;
+/**
+ * A `readChanges` cursor of this store: an event's place in the outbox, `<xid>.<seq>` (its transaction's id
+ * and its sequence number, both decimal); '0.0' before the first event.
+ */
+function changeCursorOf(after: string | undefined): { xid: string; seq: string } {
+  if (after === undefined) return { xid: '0', seq: '0' };
+  const m = typeof after === 'string' ? /^(0|[1-9][0-9]{0,19})\.(0|[1-9][0-9]{0,18})$/.exec(after) : null;
+  if (!m || BigInt(m[1] as string) > MAX_XID8 || BigInt(m[2] as string) > MAX_SEQ) {
+    throw new ValidationError(`Invalid change cursor: ${JSON.stringify(after)}`, [{ path: ['after'], message: 'must be a cursor returned by readChanges' }]);
+  }
+  return { xid: m[1] as string, seq: m[2] as string };
+}
+
+/** Milliseconds of an ISO instant passed in (`now`, `before`); a `ValidationError` when it does not parse. */
+function msOf(name: string, iso: string): number {
+  const ms = typeof iso === 'string' ? Date.parse(iso) : Number.NaN;
+  if (!Number.isFinite(ms)) throw new ValidationError(`${name} is not an ISO instant: ${JSON.stringify(iso)}`, [{ path: [name], message: 'must be an ISO instant' }]);
+  return ms;
+}
+/** An instant as `toISOString` writes it: stored instants compare as text ("C" order), so they must share one form. */
+const isoOf = (ms: number) => new Date(ms).toISOString();
+/** A due instant as stored: `toISOString`'s form when it parses (else as given). */
+const dueOf = (due: string) => {
+  const ms = Date.parse(due);
+  return Number.isFinite(ms) ? isoOf(ms) : due;
+};
 
 const DOLLAR_TAG = /^\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/;
 /**
@@ -585,7 +614,9 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         ledger: first && first.userId === c.userId ? { kind: first.kind, key: first.key, at: first.at, id: first.id } : null,
       };
     });
-    const ran = await runCommitStatement(method, [JSON.stringify(commits), token, sqlRanks], (q) => readBack(q, probes, token));
+    // The commits go whole, `changes` and `due` included (migration 007); due instants in toISOString's form.
+    const wire = commits.some((c) => typeof c.due === 'string' && dueOf(c.due) !== c.due) ? commits.map((c) => (typeof c.due === 'string' ? { ...c, due: dueOf(c.due) } : c)) : commits;
+    const ran = await runCommitStatement(method, [JSON.stringify(wire), token, sqlRanks], (q) => readBack(q, probes, token));
     if ('applied' in ran) {
       // Committed, but the answer with the ranks was lost: the ranks read null, as after a rank index failure.
       if (ran.applied.includes(null)) {
@@ -628,6 +659,33 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     data: (typeof r.data === 'string' ? JSON.parse(r.data) : r.data) as LedgerRow['data'],
   });
   const toEntry = (r: Record<string, unknown>, rank: number): RankedEntry => ({ userId: String(r.user_id), value: num(r.value), reachedAt: String(r.reached_at), rank });
+  const toChange = (r: Record<string, unknown>): StoredChange => ({
+    id: String(r.id),
+    type: String(r.type) as StoredChange['type'],
+    userId: r.user_id === null || r.user_id === undefined ? null : String(r.user_id),
+    at: String(r.at),
+    payload: (typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload) as Record<string, unknown>,
+    position: `${String(r.pos_xid)}.${String(r.pos_seq)}`,
+  });
+  const toDelivery = (r: Record<string, unknown>): DeliveryRecord => ({
+    consumer: String(r.consumer),
+    eventId: String(r.event_id),
+    attempt: num(r.attempt),
+    ok: r.ok === true,
+    status: nullableNum(r.status),
+    error: r.error === null || r.error === undefined ? null : String(r.error),
+    at: String(r.at),
+    ms: num(r.ms),
+  });
+  /**
+   * Appends events (a JSON array, `$n`) to the outbox when the CTE `m` returned a row: the body of a
+   * data-modifying CTE of `appendChanges`. An event id stored already is not stored again (as in commit_batch).
+   */
+  const appendEvents = (n: number) =>
+    `INSERT INTO ${t('outbox')} (id, type, user_id, at, payload)
+       SELECT e.ev->>'id', e.ev->>'type', e.ev->>'userId', e.ev->>'at', coalesce(e.ev->'payload', '{}'::jsonb)
+       FROM jsonb_array_elements($${n}::jsonb) WITH ORDINALITY AS e(ev, i) WHERE EXISTS (SELECT 1 FROM m) ORDER BY e.i
+       ON CONFLICT (id) DO NOTHING`;
   const parseState = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : structuredClone(v));
 
   const methods: PostgresStore = {
@@ -868,9 +926,10 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     async eraseUser(erasure): Promise<ErasureResult> {
       const token = globalThis.crypto.randomUUID();
       const date = erasure.reset ? erasure.reset.state.user.updated.slice(0, 10) : null;
+      const reset = erasure.reset && typeof erasure.reset.due === 'string' ? { ...erasure.reset, due: dueOf(erasure.reset.due) } : erasure.reset;
       let raw: unknown;
       try {
-        raw = (await read((q) => q.query(`SELECT ${t('erase_user')}($1::jsonb, $2::text, $3::boolean) AS r`, [JSON.stringify({ ...erasure, date }), token, sqlRanks]))).rows[0]?.r;
+        raw = (await read((q) => q.query(`SELECT ${t('erase_user')}($1::jsonb, $2::text, $3::boolean) AS r`, [JSON.stringify({ ...erasure, reset, date }), token, sqlRanks]))).rows[0]?.r;
       } catch (error) {
         if (isSerialization(error)) throw new ConflictError(`Transaction conflict (${String(codeOf(error))}) erasing user ${JSON.stringify(erasure.userId)}.`, { cause: error });
         throw unavailable('eraseUser', error);
@@ -880,6 +939,157 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       if (out.conflict) throw new ConflictError(`Version conflict for user ${JSON.stringify(erasure.userId)}: expected version ${erasure.expectedVersion}.`);
       const indexes = (out.indexes ?? []).map(String).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
       return { erased: out.erased === true, version: num(out.version ?? 0), indexes };
+    },
+
+    // ---- The outbox (OutboxStore, migration 007). Instants come from the caller, never the server's clock. ----
+
+    // Commit order as it can be read for sure: (xid, seq) below the oldest transaction still running. Every
+    // transaction with a smaller xid has ended, so no row can appear later before a cursor already handed
+    // out; an open transaction's events (and every later one's) wait until it ends. Events of one commit are
+    // in its order (seq). An index range scan on the primary key (xid, seq): O(log n + limit).
+    async readChanges(page): Promise<ChangesPage> {
+      const from = changeCursorOf(page.after);
+      const limit = Math.max(0, page.limit);
+      const r = await read((q) =>
+        q.query(
+          `SELECT o.xid::text AS pos_xid, o.seq::text AS pos_seq, o.id, o.type, o.user_id, o.at, o.payload FROM ${t('outbox')} o
+           WHERE (o.xid, o.seq) > ($1::xid8, $2::bigint) AND o.xid < pg_snapshot_xmin(pg_current_snapshot())
+           ORDER BY o.xid, o.seq LIMIT $3`,
+          [from.xid, from.seq, limit],
+        ),
+      );
+      const events = r.rows.map(toChange);
+      const last = events[events.length - 1];
+      return { events, next: last ? last.position : (page.after ?? '0.0') };
+    },
+
+    // One statement: taken when nobody holds the lease, the owner holds it, or it ended at or before `now`.
+    async claimConsumer(lease) {
+      const now = msOf('now', lease.now);
+      const r = await read((q) =>
+        q.query(
+          `INSERT INTO ${t('consumers')} AS k (name, cursor, owner, lease_until) VALUES ($1, NULL, $2, $4::timestamptz)
+           ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
+             WHERE k.owner IS NULL OR k.owner = EXCLUDED.owner OR k.lease_until IS NULL OR k.lease_until <= $3::timestamptz
+           RETURNING k.cursor`,
+          [lease.consumer, lease.owner, isoOf(now), isoOf(now + lease.leaseMs)],
+        ),
+      );
+      const row = r.rows[0];
+      return row ? { cursor: row.cursor === null || row.cursor === undefined ? null : String(row.cursor) } : null;
+    },
+
+    async advanceConsumer(update) {
+      const until = msOf('now', update.now) + update.leaseMs;
+      const r = await read((q) =>
+        q.query(`UPDATE ${t('consumers')} SET cursor = $3, lease_until = $4::timestamptz WHERE name = $1 AND owner = $2 RETURNING 1 AS ok`, [
+          update.consumer,
+          update.owner,
+          update.cursor,
+          isoOf(until),
+        ]),
+      );
+      return r.rows.length > 0;
+    },
+
+    async releaseConsumer(lease) {
+      await read((q) => q.query(`UPDATE ${t('consumers')} SET owner = NULL, lease_until = NULL WHERE name = $1 AND owner = $2`, [lease.consumer, lease.owner]));
+    },
+
+    async getMarks(marks) {
+      if (marks.length === 0) return {};
+      const r = await read((q) => q.query(`SELECT mark, value FROM ${t('marks')} WHERE mark = ANY($1::text[])`, [[...marks]]));
+      const found = new Map(r.rows.map((row) => [String(row.mark), String(row.value)]));
+      const out: Record<string, string> = {};
+      for (const m of marks) {
+        const v = found.get(m);
+        if (v !== undefined) out[m] = v;
+      }
+      return out;
+    },
+
+    // One statement: the mark is inserted (expected null: ON CONFLICT DO NOTHING) or updated from `expected`
+    // (WHERE value = expected), and the events appended only when it was. Of concurrent callers with the same
+    // `expected` exactly one wins: the others wait for its row and then find it taken or changed. Events with
+    // a rank marker complete from no rank changes, so they are dropped (as in the memory store).
+    async appendChanges(entry) {
+      const events = JSON.stringify(settleChanges(entry.changes, [], ''));
+      const r = await read((q) =>
+        entry.expected === null
+          ? q.query(
+              `WITH m AS (INSERT INTO ${t('marks')} (mark, value) VALUES ($1, $2) ON CONFLICT (mark) DO NOTHING RETURNING 1), ins AS (${appendEvents(3)})
+               SELECT count(*) AS n FROM m`,
+              [entry.mark, entry.value, events],
+            )
+          : q.query(
+              `WITH m AS (UPDATE ${t('marks')} SET value = $2 WHERE mark = $1 AND value = $4 RETURNING 1), ins AS (${appendEvents(3)})
+               SELECT count(*) AS n FROM m`,
+              [entry.mark, entry.value, events, entry.expected],
+            ),
+      );
+      return num(r.rows[0]?.n) > 0;
+    },
+
+    // One statement on users_due (007): the earliest due users, skipping rows other transactions hold (a
+    // commit of the user, another claim), each given `now + leaseMs` as its due instant. O(log n + limit).
+    async claimDue(claim) {
+      const now = msOf('now', claim.now);
+      const limit = Math.max(0, claim.limit);
+      if (limit === 0) return [];
+      const r = await read((q) =>
+        q.query(
+          `WITH d AS (
+             SELECT user_id, due FROM ${t('users')} WHERE due IS NOT NULL AND due <= $1 ORDER BY due, user_id LIMIT $3 FOR UPDATE SKIP LOCKED
+           ), up AS (
+             UPDATE ${t('users')} x SET due = $2 FROM d WHERE x.user_id = d.user_id RETURNING x.user_id
+           )
+           SELECT d.user_id FROM d JOIN up ON up.user_id = d.user_id ORDER BY d.due, d.user_id`,
+          [isoOf(now), isoOf(now + claim.leaseMs), limit],
+        ),
+      );
+      return r.rows.map((row) => String(row.user_id));
+    },
+
+    // The oldest events dated before `before` (outbox_at), at most `limit`; delivery outcomes dated before it
+    // go too (at most `limit` of them), so that table stays bounded as well. Returns the events removed.
+    async pruneChanges(prune) {
+      const before = isoOf(msOf('before', prune.before));
+      const limit = Math.max(0, prune.limit);
+      if (limit === 0) return 0;
+      const r = await read((q) =>
+        q.query(
+          `WITH gone AS (
+             DELETE FROM ${t('outbox')} o USING (SELECT xid, seq FROM ${t('outbox')} WHERE at < $1 ORDER BY at LIMIT $2) p
+             WHERE o.xid = p.xid AND o.seq = p.seq RETURNING 1
+           ), gone_deliveries AS (
+             DELETE FROM ${t('deliveries')} WHERE seq IN (SELECT seq FROM ${t('deliveries')} WHERE at < $1 ORDER BY at LIMIT $2)
+           )
+           SELECT count(*) AS n FROM gone`,
+          [before, limit],
+        ),
+      );
+      return num(r.rows[0]?.n);
+    },
+
+    async recordDeliveries(records) {
+      if (records.length === 0) return;
+      await read((q) =>
+        q.query(
+          `INSERT INTO ${t('deliveries')} (consumer, event_id, attempt, ok, status, error, at, ms)
+             SELECT r.consumer, r."eventId", r.attempt, r.ok, r.status, r.error, r.at, r.ms
+             FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (consumer text, "eventId" text, attempt integer, ok boolean, status integer, error text, at text, ms double precision)) WITH ORDINALITY AS r
+             ORDER BY r.ordinality`,
+          [JSON.stringify(records)],
+        ),
+      );
+    },
+
+    async readDeliveries(query) {
+      const limit = Math.max(0, query.limit);
+      const r = await read((q) =>
+        q.query(`SELECT consumer, event_id, attempt, ok, status, error, at, ms FROM ${t('deliveries')} WHERE consumer = $1 ORDER BY seq DESC LIMIT $2`, [query.consumer, limit]),
+      );
+      return r.rows.map(toDelivery);
     },
   };
 

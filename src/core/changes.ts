@@ -1,0 +1,287 @@
+/**
+ * Change events (issue 15): what a commit changed for one user, as the hosted service's webhook payloads.
+ *
+ * `deriveChanges` compares the state a call loaded with the state it is about to commit (and reads the
+ * call's ledger rows for the instants lazily materialised changes fell due at), so every committed change
+ * is reported exactly once, by the commit that made it. It also emits the reminders (`emails.*`) whose time
+ * has come, records them in the state's `notices` so each is emitted once, and computes the user's next due
+ * instant: when the next time-driven change (a streak lapse or freeze, a freeze earned, a time grant, a boost
+ * starting or ending, a reminder) falls due, for the sweep's index.
+ *
+ * Pure and deterministic: ids come from `ctx.newId`, time from `ctx.now`; inputs are never mutated.
+ */
+import type { CompiledLeaderboard, CompiledPointsSystem, LaurelConfig } from '../config/define.js';
+import { userAchievementView } from './achievements.js';
+import { addDays, localDateOf, nextPeriodStart, periodEndOf, periodStartOf, previousPeriodStart, startOfLocalDate, type LocalDate } from './calendar.js';
+import { boardIndexOf, leaderboardView, runContaining, runStatus } from './leaderboards.js';
+import { operationStreak, preferencesView } from './operations.js';
+import { awardOfRow, grantInstant, isAdjustment, levelFor, nextGrants, systemView } from './points.js';
+import { userZone } from './step.js';
+import { streakView } from './streaks.js';
+import type { AwardRow, BoardState, ChangeEvent, ChangeType, CoreContext, Effects, LedgerRow, Notices, NotificationType, OperationRowData, StreakPeriodRow, UserBoost, UserRecord, UserState } from './types.js';
+
+const DAY_MS = 86_400_000;
+
+/** The hosted service's `User` as webhooks carry it (device tokens and e-mail opt-in are not kept by Laurel). */
+export function wireUser(user: UserRecord) {
+  return { ...user, attributes: { ...user.attributes }, deviceTokens: [] as string[], subscribeToEmails: true, control: user.control === true };
+}
+
+/** The hosted service's `LeaderboardResponse` of a board with its status (`breakdownAttribute`: the first breakdown). */
+export function wireBoard(board: CompiledLeaderboard, status: string) {
+  const view = leaderboardView(board);
+  return { ...view, breakdownAttribute: view.breakdownAttributes[0] ?? null, status };
+}
+
+/** The hosted service's `PointsBoostWebhookPayload` of a user's own boost. */
+function wireUserBoost(system: CompiledPointsSystem, userId: string, b: UserBoost, status: 'active' | 'finished') {
+  return { id: b.id, name: b.name, status, userId, pointsSystemId: system.id, pointsSystemKey: system.key, pointsSystemName: system.name, start: b.start, end: b.end, multiplier: b.multiplier, rounding: b.rounding };
+}
+
+/** A state to commit with its change events and due instant (both absent when change notifications are off). */
+export interface Noted {
+  state: UserState;
+  changes?: ChangeEvent[];
+  due?: string | null;
+}
+
+/** What {@link deriveChanges} returns. */
+export interface DerivedChanges {
+  /** The state to commit: `after` with its `notices` brought up to `ctx.now`. */
+  state: UserState;
+  /** The change events, in the order they happened (by `at`; a commit's own changes in the order found). */
+  changes: ChangeEvent[];
+  /** The user's next due instant (ISO), or null when no time-driven change is ahead. */
+  due: string | null;
+}
+
+/** The instant a local date begins in `tz`, in ms. */
+const dayStart = (date: LocalDate, tz: string) => startOfLocalDate(date, tz).getTime();
+
+/**
+ * The change events of one commit of a user, from the state it loaded (`before`, null for a new user) to the
+ * state it commits (`after`) with the commit's `effects`.
+ */
+export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after: UserState, effects: Effects, ctx: CoreContext): DerivedChanges {
+  const nowMs = ctx.now.getTime();
+  const nowIso = ctx.now.toISOString();
+  const tz = userZone(cfg, after);
+  const today = localDateOf(ctx.now, tz);
+  const userId = after.user.id;
+  const out: { event: ChangeEvent; n: number }[] = [];
+  let user: ReturnType<typeof wireUser> | null = null;
+  const wired = () => (user ??= wireUser(after.user));
+  const emit = (type: ChangeType, at: string, body: Record<string, unknown>, rank?: ChangeEvent['rank']) => {
+    const event: ChangeEvent = { id: ctx.newId(), type, userId, at, payload: { type, ...body } };
+    if (rank) event.rank = rank;
+    out.push({ event, n: out.length });
+  };
+  const prefs = preferencesView(cfg, after);
+  /** Reminders go to users outside the experiment's control group who keep a channel for them. */
+  const reminds = (type: NotificationType) => after.user.control !== true && (prefs.notifications[type]?.length ?? 0) > 0;
+
+  // Achievements.
+  for (const key in after.achievements) {
+    const got = after.achievements[key] as { achievedAt: string; completionId: string };
+    const had = before?.achievements[key];
+    if (had && had.completionId === got.completionId) continue;
+    const a = cfg.index.achievements.get(key);
+    if (!a) continue;
+    const achievement = userAchievementView(a, after);
+    emit('achievement.completed', got.achievedAt, { user: wired(), achievement });
+    if (cfg.notifications.achievement && reminds('achievement_completed')) emit('emails.achievement_due', got.achievedAt, { timestamp: got.achievedAt, user: wired(), achievement });
+  }
+
+  // Streak.
+  const sc = cfg.streak;
+  const bs = before?.streak ?? null;
+  const as = after.streak;
+  let streakLostNow = false;
+  if (sc && as) {
+    const lost = as.lost ?? null;
+    const hadLost = bs?.lost ?? null;
+    if (lost && !(hadLost && hadLost.period === lost.period && hadLost.length === lost.length && hadLost.started === lost.started)) {
+      streakLostNow = true;
+      emit('streak.lost', new Date(dayStart(addDays(periodEndOf(lost.period, sc.frequency), 1), tz)).toISOString(), { user: wired(), length: lost.length });
+    }
+    const frozen: LedgerRow[] = [];
+    let granted = false;
+    for (const r of effects.ledger) {
+      if (r.kind === 'streak' && (r.data as StreakPeriodRow | null)?.usedFreeze === true) frozen.push(r);
+      else if (r.kind === 'operation' && (r.data as OperationRowData | null)?.op === 'grantFreezes') granted = true;
+    }
+    const consumed = frozen.length;
+    // A new user's initial freezes are not earned: they start with them.
+    const earned = bs ? as.freezes - bs.freezes + consumed : 0;
+    if (earned > 0) {
+      // Auto-earned freezes fall due at the start of the day they were earned; granted ones when granted.
+      const auto = sc.freezes?.autoEarn;
+      let at = nowIso;
+      if (!granted && auto && as.freezeGrants > (bs?.freezeGrants ?? 0)) {
+        const ms = dayStart(addDays(localDateOf(new Date(after.user.created), tz), as.freezeGrants * auto.everyDays), tz);
+        if (ms <= nowMs) at = new Date(ms).toISOString();
+      }
+      emit('streak.freeze_earned', at, { user: wired(), earned, freezes: as.freezes });
+    }
+    if (consumed > 0) emit('streak.freeze_consumed', (frozen[consumed - 1] as LedgerRow).at, { user: wired(), consumed, freezes: as.freezes });
+    if (as.length > 0 && as.lastExtendedAt !== null && as.lastExtendedAt !== (bs?.lastExtendedAt ?? null)) {
+      const fresh = !bs || bs.length === 0 || streakLostNow || bs.started !== as.started;
+      if (fresh || as.length > bs.length) emit(fresh ? 'streak.started' : 'streak.extended', as.lastExtendedAt, { user: wired(), streak: streakView(cfg, after, today) });
+    }
+  }
+
+  // Points and levels.
+  for (const system of cfg.pointsSystems) {
+    const was = before?.points[system.key]?.total ?? 0;
+    const total = after.points[system.key]?.total ?? 0;
+    if (was === total) continue;
+    let at = '';
+    const awards = [];
+    for (const r of effects.ledger) {
+      if (r.kind !== 'points' || r.key !== system.key) continue;
+      const grants = (r.data as AwardRow | null)?.grants;
+      const last = grants ? new Date(grantInstant(r.at, grants, grants.count - 1)).toISOString() : r.at;
+      if (last > at) at = last;
+      // Only trigger awards are listed (the service's trigger types); adjustments count in `added`.
+      if (!isAdjustment(r) && (r.data as AwardRow | null)?.type !== 'adjustment') awards.push(awardOfRow(system, r));
+    }
+    if (at === '' || at > nowIso) at = nowIso;
+    const from = levelFor(system, was);
+    const to = levelFor(system, total);
+    const levelChanged = (from?.key ?? null) !== (to?.key ?? null);
+    emit('points.changed', at, { user: wired(), points: { ...systemView(system), total, added: total - was, awards, ...(levelChanged ? { level: to } : {}) } });
+    if (levelChanged) emit('points.level_changed', at, { user: wired(), points: { ...systemView(system), total }, previousLevel: from, newLevel: to });
+  }
+
+  // Leaderboards: a change of the user's value in a run (the store fills the ranks and drops it when the
+  // rank stayed the same).
+  for (const key in after.leaderboards) {
+    const now = after.leaderboards[key] as BoardState;
+    const was = before?.leaderboards[key];
+    const sameRun = was !== undefined && was.run === now.run && was.group === now.group;
+    if (sameRun && was.value === now.value) continue;
+    const board = cfg.index.leaderboards.get(key);
+    if (!board) continue;
+    const status = runStatus(board, runContaining(board, now.run), ctx.now);
+    const leaderboard = { ...wireBoard(board, status), rank: null, value: now.value, previousRank: null, previousValue: sameRun ? was.value : null };
+    emit('leaderboard.rank_changed', now.reachedAt <= nowIso ? now.reachedAt : nowIso, { user: wired(), leaderboard }, { index: boardIndexOf(board, now.run, now.group), cap: board.maxParticipants });
+  }
+
+  // A user's own boosts starting and ending (time-driven: since the instant changes were last looked at).
+  const prior = before?.notices;
+  const through = prior ? Date.parse(prior.through) : Date.parse(after.user.created);
+  const deleted = new Set<string>();
+  for (const r of effects.ledger) if (r.kind === 'operation' && (r.data as OperationRowData | null)?.op === 'deleteBoost') deleted.add((r.data as { id: string }).id);
+  const known = new Set((before?.boosts ?? []).map((b) => b.id));
+  const boosts = new Map<string, UserBoost>();
+  for (const b of before?.boosts ?? []) boosts.set(b.id, b);
+  for (const b of after.boosts ?? []) boosts.set(b.id, b);
+  for (const b of boosts.values()) {
+    if (deleted.has(b.id)) continue;
+    const system = cfg.index.pointsSystems.get(b.system);
+    if (!system) continue;
+    const since = known.has(b.id) ? through : -Infinity;
+    const start = dayStart(b.start, tz);
+    const end = b.end === null ? null : dayStart(addDays(b.end, 1), tz);
+    if (start > since && start <= nowMs && (end === null || end > nowMs)) emit('points.boost_started', new Date(Math.max(start, since === -Infinity ? start : since)).toISOString(), { timestamp: new Date(start).toISOString(), boost: wireUserBoost(system, userId, b, 'active') });
+    if (end !== null && end > since && end <= nowMs && known.has(b.id)) emit('points.boost_finished', new Date(end).toISOString(), { timestamp: new Date(end).toISOString(), boost: wireUserBoost(system, userId, b, 'finished') });
+  }
+
+  // Reminders, each emitted once (recorded in `notices`).
+  const notices: Notices = { through: nowIso, active: prior?.active ?? null };
+  if (prior?.streakReminder !== undefined) notices.streakReminder = prior.streakReminder;
+  if (prior?.reactivation !== undefined) notices.reactivation = prior.reactivation;
+  if (prior?.recap !== undefined) notices.recap = prior.recap;
+  if (prior?.recapActivity !== undefined) notices.recapActivity = prior.recapActivity;
+  let activeNow: string | null = null;
+  for (const r of effects.ledger) if (r.kind === 'metric' && (activeNow === null || r.at > activeNow)) activeNow = r.at;
+  const candidates: number[] = [];
+  const n = cfg.notifications;
+
+  // Recap of the last period that ended, when the user was active since the last recap was due.
+  if (n.recap && reminds('recap')) {
+    const period = periodStartOf(today, n.recap, cfg.weekStartsOn);
+    const dueMs = dayStart(period, tz);
+    const prevStart = previousPeriodStart(period, n.recap);
+    const prevEnd = addDays(period, -1);
+    const activity = notices.recapActivity;
+    if (activity !== undefined && Date.parse(activity) < dueMs && notices.recap !== prevEnd) {
+      const at = new Date(dueMs).toISOString();
+      emit('emails.recap_due', at, { timestamp: at, user: wired(), recap: { periodStart: prevStart, periodEnd: prevEnd } });
+      notices.recap = prevEnd;
+      delete notices.recapActivity;
+    }
+    if (activeNow !== null && notices.recapActivity === undefined) notices.recapActivity = activeNow;
+    if (notices.recapActivity !== undefined) candidates.push(dayStart(nextPeriodStart(period, n.recap), tz));
+  } else if (activeNow !== null && n.recap) {
+    notices.recapActivity ??= activeNow;
+  }
+
+  // Reactivation: message k is due `days[k-1]` whole days after the last event.
+  if (activeNow !== null) {
+    notices.active = activeNow;
+    delete notices.reactivation;
+  } else if (n.reactivationDays && notices.active !== null && reminds('reactivation')) {
+    const idle = nowMs - Date.parse(notices.active);
+    const sent = notices.reactivation ?? 0;
+    let k = sent;
+    while (k < n.reactivationDays.length && (n.reactivationDays[k] as number) * DAY_MS <= idle) k++;
+    if (k > sent) {
+      const days = n.reactivationDays[k - 1] as number;
+      const at = new Date(Date.parse(notices.active) + days * DAY_MS).toISOString();
+      emit('emails.reactivation_due', at, { timestamp: at, user: wired(), reactivation: { messageNumber: k, daysSinceLastActive: days } });
+      notices.reactivation = k;
+    }
+  }
+  if (n.reactivationDays && notices.active !== null && reminds('reactivation')) {
+    const next = n.reactivationDays[notices.reactivation ?? 0];
+    if (next !== undefined) candidates.push(Date.parse(notices.active) + next * DAY_MS);
+  }
+
+  // The streak: lapse (or freeze), freezes earned, and the reminder before it expires.
+  if (sc && as && as.length > 0 && as.coveredThrough !== null) {
+    const view = streakView(cfg, after, today);
+    if (view.expires !== null) {
+      const lapse = dayStart(addDays(view.expires, 1), tz);
+      candidates.push(lapse);
+      if (n.streakReminderHours !== null && reminds('streak_reminder') && notices.streakReminder !== view.expires) {
+        const remind = lapse - n.streakReminderHours * 3_600_000;
+        if (remind <= nowMs && nowMs < lapse) {
+          const at = new Date(remind).toISOString();
+          emit('emails.streak_reminder_due', at, { timestamp: at, user: wired(), streak: { ...operationStreak(cfg, after, today), streakHistory: [] } });
+          notices.streakReminder = view.expires;
+        } else if (remind > nowMs) candidates.push(remind);
+      }
+    }
+  }
+  const auto = sc?.freezes?.autoEarn;
+  if (sc?.freezes && auto && as && as.freezes < sc.freezes.max) {
+    candidates.push(dayStart(addDays(localDateOf(new Date(after.user.created), tz), (as.freezeGrants + 1) * auto.everyDays), tz));
+  }
+  // Time grants.
+  if (cfg.index.hasTimeTriggers) {
+    for (const system of cfg.pointsSystems) {
+      if (system.timeTriggers.length === 0) continue;
+      for (const iso of Object.values(nextGrants(cfg, after, ctx.now, system))) if (iso !== null) candidates.push(Date.parse(iso));
+    }
+  }
+  // Boosts starting or ending.
+  for (const b of after.boosts ?? []) {
+    const start = dayStart(b.start, tz);
+    if (start > nowMs) candidates.push(start);
+    if (b.end !== null) {
+      const end = dayStart(addDays(b.end, 1), tz);
+      if (end > nowMs) candidates.push(end);
+    }
+  }
+
+  let due = Infinity;
+  for (const c of candidates) if (c > nowMs && c < due) due = c;
+  // Changes in the order they happened; those of one instant in the order found.
+  out.sort((a, b) => (a.event.at < b.event.at ? -1 : a.event.at > b.event.at ? 1 : a.n - b.n));
+  return {
+    state: { ...after, notices },
+    changes: out.map((o) => o.event),
+    due: due === Infinity ? null : new Date(due).toISOString(),
+  };
+}
