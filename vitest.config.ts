@@ -11,6 +11,7 @@ export default defineConfig({
       { find: /^laurel\/http$/, replacement: src('http.ts') },
       { find: /^laurel\/postgres$/, replacement: src('postgres.ts') },
       { find: /^laurel\/redis$/, replacement: src('redis.ts') },
+      { find: /^laurel\/otel$/, replacement: src('otel.ts') },
       { find: /^laurel$/, replacement: src('index.ts') },
     ],
   },

@@ -116,6 +116,10 @@ export type { AdjustPointsResult, CreateBoostResult, DeleteBoostResult, DeletePa
 export { MAX_BOOST_MULTIPLIER, MAX_USER_BOOSTS, type BoostRecord, type BoostStatus, type PointsBoost } from './core/boosts.js';
 export type { CreateBoostInput } from './engine/boosts.js';
 export type { BoostRounding, UserBoost } from './core/types.js';
+export { CHANGE_TYPES, type ChangeEvent, type ChangeType, type StoredChange, type Notices } from './core/types.js';
+export { deriveChanges, wireUser, type Noted, type DerivedChanges } from './core/changes.js';
+export { createSweeper, type SubscribeOptions, type Subscription, type SweepReport } from './engine/changes.js';
+export { createWebhookRelay, verifyWebhookSignature, signWebhookPayload, WebhookDeliveryError, SIGNATURE_HEADER, type WebhookRelay, type WebhookRelayEngine, type WebhookRelayOptions } from './engine/webhooks.js';
 export type { Aggregation, SummaryOptions, SummaryRow } from './engine/summaries.js';
 export type { DeleteUserResult, ResetUserResult, UserEvent, UserEventsOptions, UserEventsPage } from './engine/users.js';
 export type { WrappedActivity, WrappedActivityPeriod, WrappedAttributeValue, WrappedLeaderboard, WrappedMetric, WrappedPoints, WrappedResponse, WrappedStreak } from './engine/wrapped.js';
@@ -123,5 +127,6 @@ export { yearlyIndex } from './core/wrapped.js';
 export type { Store, BatchCommitOutcome, Commit, CommitResult, EventLoad, IdempotencyLookup, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, VersionedState } from './store/types.js';
 export type { Erasure, ErasureResult, EventsPage, OutboxStore, ChangesPage, DeliveryRecord } from './store/types.js';
 export type { BatchEvent, BatchEventResult } from './engine/batch.js';
+export type { CallErrorInfo, CallInfo, CallMessage, ConflictInfo, DegradedInfo, EngineHooks, RetryInfo } from './engine/observe.js';
 export type { IndexEntry } from './store/ordered-index.js';
 export type { RankIndex, RankIndexSource, VersionedWrite, WithRankIndexOptions } from './store/rank-index.js';

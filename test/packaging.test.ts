@@ -24,7 +24,7 @@ describe.skipIf(!built)('the built package (dist/)', () => {
 
   it('every subpath export resolves, ESM and CJS', async () => {
     const require = createRequire(import.meta.url);
-    for (const entry of ['index', 'memory', 'testing', 'http', 'postgres', 'redis']) {
+    for (const entry of ['index', 'memory', 'testing', 'http', 'postgres', 'redis', 'otel']) {
       expect(existsSync(new URL(`../dist/${entry}.d.ts`, import.meta.url))).toBe(true);
       if (entry !== 'testing') expect(Object.keys(require(new URL(`../dist/${entry}.cjs`, import.meta.url).pathname)).length).toBeGreaterThan(0);
       if (entry !== 'testing') expect(Object.keys(await import(new URL(`../dist/${entry}.js`, import.meta.url).href)).length).toBeGreaterThan(0);

@@ -11,7 +11,7 @@ import { createHttpHandler } from '../src/http.js';
 import { nextUp, percentChange } from '../src/engine/wrapped.js';
 import { onEachStore, setupOn } from './stores.js';
 
-const spec = JSON.parse(readFileSync(new URL('../../shared/spec/openapi/application.json', import.meta.url), 'utf8')) as Record<string, unknown>;
+const spec = JSON.parse(readFileSync(new URL('./fixtures/openapi/application.json', import.meta.url), 'utf8')) as Record<string, unknown>;
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats(ajv);
 ajv.addSchema(spec, 'application.json');

@@ -18,7 +18,7 @@ import { operationStreak, preferencesView } from './operations.js';
 import { awardOfRow, grantInstant, isAdjustment, levelFor, nextGrants, systemView } from './points.js';
 import { userZone } from './step.js';
 import { streakView } from './streaks.js';
-import type { AwardRow, BoardState, ChangeEvent, ChangeType, CoreContext, Effects, LedgerRow, Notices, NotificationType, OperationRowData, StreakPeriodRow, UserBoost, UserRecord, UserState } from './types.js';
+import type { Award, AwardRow, BoardState, ChangeEvent, ChangeType, CoreContext, Effects, LedgerRow, Notices, NotificationType, OperationRowData, StreakPeriodRow, UserBoost, UserRecord, UserState } from './types.js';
 
 const DAY_MS = 86_400_000;
 
@@ -43,6 +43,31 @@ export interface Noted {
   state: UserState;
   changes?: ChangeEvent[];
   due?: string | null;
+}
+
+/**
+ * What a trigger's `created` and `updated` read in webhook payloads: Laurel's configuration is code, so a
+ * trigger has no creation time of its own.
+ */
+export const CONFIG_EPOCH = '1970-01-01T00:00:00.000Z';
+
+/**
+ * The hosted service's `PointsAward` of an award: its trigger with `status` (`active` while the configuration
+ * has it, else `archived`), `userAttributes` (empty without a filter) and `created`/`updated`
+ * ({@link CONFIG_EPOCH}); each boost as a `PointsBoost` (a configured one or the user's own, `active` as it
+ * applied; one since deleted shows the award's date as its start).
+ */
+export function wireAward(system: CompiledPointsSystem, award: Award, userBoosts: readonly UserBoost[]) {
+  const configured = system.triggers.some((t) => t.id === award.trigger.id);
+  const trigger = { ...award.trigger, status: configured ? 'active' : 'archived', userAttributes: award.trigger.userAttributes ?? [], created: CONFIG_EPOCH, updated: CONFIG_EPOCH };
+  const out: Record<string, unknown> = { ...award, trigger };
+  if (award.boosts) {
+    out.boosts = award.boosts.map((b) => {
+      const found = system.boosts.find((c) => c.id === b.id) ?? userBoosts.find((u) => u.id === b.id);
+      return { id: b.id, name: b.name, status: 'active', start: found?.start ?? award.date.slice(0, 10), end: found?.end ?? null, multiplier: b.multiplier, rounding: found?.rounding ?? 'down' };
+    });
+  }
+  return out;
 }
 
 /** What {@link deriveChanges} returns. */
@@ -143,7 +168,7 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
       const last = grants ? new Date(grantInstant(r.at, grants, grants.count - 1)).toISOString() : r.at;
       if (last > at) at = last;
       // Only trigger awards are listed (the service's trigger types); adjustments count in `added`.
-      if (!isAdjustment(r) && (r.data as AwardRow | null)?.type !== 'adjustment') awards.push(awardOfRow(system, r));
+      if (!isAdjustment(r) && (r.data as AwardRow | null)?.type !== 'adjustment') awards.push(wireAward(system, awardOfRow(system, r), [...(after.boosts ?? []), ...(before?.boosts ?? [])]));
     }
     if (at === '' || at > nowIso) at = nowIso;
     const from = levelFor(system, was);

@@ -38,7 +38,7 @@ export interface CallInfo {
 /** `onError`: a public call failed (the error it failed with is what the caller gets). */
 export interface CallErrorInfo extends CallInfo {
   error: unknown;
-  /** The Laurel error code (`'CONFLICT'`, `'VALIDATION_ERROR'`, ...), or undefined for another error. */
+  /** The Laurel error code (`'CONFLICT'`, `'VALIDATION'`, ...), or undefined for another error. */
   code: LaurelErrorCode | undefined;
 }
 

@@ -12,7 +12,8 @@
  * given, so nothing of the user stays (a reset leaves "version||" instead of nothing).
  * A whole `apply` (all the writes of a commit, or of a batch of commits) runs as one Lua script, one round
  * trip: each write in it atomic, version-guarded, absolute, applied in the order given. A write that asks for
- * it (`thresholdRank`) also gets the value at that rank after it, in the same script.
+ * it (`thresholdRank`) also gets the value at that rank after it, in the same script. `preview` answers what
+ * such an `apply` would give, without changing anything, also in one script.
  *
  * Every method call is bounded by one deadline (`timeoutMs`), whatever the client's own retry and
  * offline-queue settings, and every failure leaves it as a `StorageUnavailableError`. A command that timed
@@ -21,6 +22,7 @@
  */
 import { createHash } from 'node:crypto';
 import { storageError, StorageUnavailableError, ValidationError } from '../errors.js';
+import type { LeaderboardWrite } from '../core/types.js';
 import type { RankChange, RankedEntry, RankHistoryRow } from '../store/types.js';
 import type { RankIndex, VersionedWrite } from '../store/rank-index.js';
 
@@ -159,6 +161,108 @@ for i = 0, #KEYS / 3 - 1 do
 end
 return out
 `;
+/**
+ * `preview`: the rank changes the writes would give, applied in order, without changing anything (it sends
+ * read commands only). Per write i (0-based): KEYS[2i+1..2i+2] = z, h; ARGV[6i+1..6i+6] = user, remove
+ * ('1'/'0'), member, score, value, ranked ('1'/'0'). Replies 4 strings per write as the apply script does
+ * (previous rank, rank, previous value, value; '' for none). No version guard: every write counts.
+ *
+ * The writes seen so far live in an overlay per index: `removed`, the real points (score, member) of the
+ * users written, and `added`, their current hypothetical points, both sorted. The rank of a point p is then
+ * (real members strictly before p) - (removed points before p) + (added points before p) + 1, with the
+ * written user's own hypothetical point out of `added` meanwhile. Real members before p: ZCOUNT of the lower
+ * scores, then a binary search (ZRANGE by position) among the members of p's score, whose order is the byte
+ * order of the members (compared byte by byte: Lua's `<` on strings follows the server's locale).
+ * Cost per write: O(log n) commands (O(log n + log t) with t members of p's score), O(log w) comparisons
+ * plus an O(w) array shift in C over the call's w writes to the same index.
+ */
+const PREVIEW_SCRIPT = `
+local function less(s1, m1, s2, m2)
+  if s1 ~= s2 then return s1 < s2 end
+  if m1 == m2 then return false end
+  local n1, n2 = #m1, #m2
+  local n = n1 < n2 and n1 or n2
+  for i = 1, n do
+    local b1, b2 = string.byte(m1, i), string.byte(m2, i)
+    if b1 ~= b2 then return b1 < b2 end
+  end
+  return n1 < n2
+end
+-- the first position (1-based) of the sorted array of {score, member} that is not before (s, m)
+local function lower(arr, s, m)
+  local lo, hi = 1, #arr + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local e = arr[mid]
+    if less(e[1], e[2], s, m) then lo = mid + 1 else hi = mid end
+  end
+  return lo
+end
+-- members of z strictly before (s, m); sstr is s as Redis parses it exactly
+local function realBefore(z, s, sstr, m)
+  local r = redis.call('ZRANK', z, m)
+  if r and tonumber(redis.call('ZSCORE', z, m)) == s then return r end
+  local lo = redis.call('ZCOUNT', z, '-inf', '(' .. sstr)
+  local hi = lo + redis.call('ZCOUNT', z, sstr, sstr)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local e = redis.call('ZRANGE', z, mid, mid)[1]
+    if less(s, e, s, m) then lo = mid + 1 else hi = mid end
+  end
+  return lo
+end
+local function rankOf(z, ix, s, sstr, m)
+  return realBefore(z, s, sstr, m) - (lower(ix.removed, s, m) - 1) + (lower(ix.added, s, m) - 1) + 1
+end
+local overlays, out = {}, {}
+for i = 0, #KEYS / 2 - 1 do
+  local z, h, a = KEYS[2 * i + 1], KEYS[2 * i + 2], 6 * i
+  local user, remove, member, sstr, value, ranked = ARGV[a + 1], ARGV[a + 2] == '1', ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6] == '1'
+  local ix = overlays[z]
+  if not ix then
+    ix = { removed = {}, added = {}, users = {} }
+    overlays[z] = ix
+  end
+  -- the user's current entry: {m, v, s, sstr, inset} or false (none)
+  local cur = ix.users[user]
+  if cur == nil then
+    cur = false
+    local hv = redis.call('HGET', h, user)
+    if hv then
+      local s1 = string.find(hv, '|', 1, true)
+      local s2 = string.find(hv, '|', s1 + 1, true)
+      local m = string.sub(hv, s1 + 1, s2 - 1)
+      if m ~= '' then
+        cur = { m = m, v = string.sub(hv, s2 + 1) }
+        local cs = redis.call('ZSCORE', z, m)
+        if cs then
+          cur.s, cur.sstr, cur.inset = tonumber(cs), cs, true
+          table.insert(ix.removed, lower(ix.removed, cur.s, m), { cur.s, m })
+        end
+      end
+    end
+  elseif cur and cur.inset then
+    table.remove(ix.added, lower(ix.added, cur.s, cur.m))
+  end
+  local prevRank, prevValue, rank, newValue = '', '', '', ''
+  if cur then
+    prevValue = cur.v
+    if ranked and cur.inset then prevRank = tostring(rankOf(z, ix, cur.s, cur.sstr, cur.m)) end
+  end
+  if remove then
+    ix.users[user] = false
+  else
+    local s = tonumber(sstr)
+    ix.users[user] = { m = member, v = value, s = s, sstr = sstr, inset = true }
+    if ranked then rank = tostring(rankOf(z, ix, s, sstr, member)) end
+    table.insert(ix.added, lower(ix.added, s, member), { s, member })
+    newValue = value
+  end
+  out[4 * i + 1], out[4 * i + 2], out[4 * i + 3], out[4 * i + 4] = prevRank, rank, prevValue, newValue
+end
+return out
+`;
+const PREVIEW_SHA = createHash('sha1').update(PREVIEW_SCRIPT).digest('hex');
 /** Default bound on one method call. */
 const DEFAULT_TIMEOUT_MS = 1000;
 /** setTimeout's largest delay. */
@@ -454,6 +558,45 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
           for (const script of scripts) await applyScript(call, writes, script, out);
         }),
       ).then(() => out);
+    }),
+
+    preview: (writes: readonly LeaderboardWrite[]) => bounded('preview', async (call): Promise<RankChange[]> => {
+      const out: RankChange[] = new Array(writes.length);
+      if (writes.length === 0) return out;
+      // One script for all the writes (its overlay carries the earlier writes' outcome to the later ones); on a
+      // cluster one per index (one hash slot each), side by side. Read-only, so never cut into several.
+      const groups: number[][] = [];
+      if (!cluster) groups.push(writes.map((_, i) => i));
+      else {
+        const byIndex = new Map<string, number[]>();
+        writes.forEach((w, i) => {
+          const group = byIndex.get(w.index);
+          if (group) group.push(i);
+          else byIndex.set(w.index, [i]);
+        });
+        groups.push(...byIndex.values());
+      }
+      await Promise.all(
+        groups.map(async (group) => {
+          const keyArgs: string[] = [];
+          const args: string[] = [];
+          for (const i of group) {
+            const w = writes[i] as LeaderboardWrite;
+            const tag = `${prefix}{${w.index}}:`;
+            const remove = w.remove === true;
+            const value = remove ? 0 : w.value;
+            keyArgs.push(`${tag}z`, `${tag}h`);
+            args.push(w.userId, remove ? '1' : '0', memberOf(w.userId, remove ? EPOCH : w.reachedAt), String(-value || 0), String(value), w.unranked ? '0' : '1');
+          }
+          const reply = await run(call, [...keyArgs, ...args], PREVIEW_SCRIPT, PREVIEW_SHA, keyArgs.length);
+          if (!Array.isArray(reply) || reply.length !== group.length * 4) throw new Error(`unexpected reply to the preview script (${group.length} writes)`);
+          group.forEach((i, j) => {
+            const w = writes[i] as LeaderboardWrite;
+            out[i] = { index: w.index, userId: w.userId, previousRank: orNull(reply[4 * j]), rank: orNull(reply[4 * j + 1]), previousValue: orNull(reply[4 * j + 2]), value: orNull(reply[4 * j + 3]) };
+          });
+        }),
+      );
+      return out;
     }),
 
     getEntry: (index, userId) => bounded('getEntry', async (call): Promise<RankedEntry | null> => {

@@ -2,9 +2,24 @@
  * An external rank index: a store keeps its own authoritative entries, and a faster ordered structure
  * (e.g. Redis sorted sets, `laurel/redis`) answers ranks and pages. `withRankIndex` joins the two.
  */
-import type { LeaderboardWrite } from '../core/types.js';
+import type { ChangeEvent, LeaderboardWrite } from '../core/types.js';
 import { storageError, ValidationError } from '../errors.js';
-import type { Commit, CommitResult, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
+import { settleChanges } from './outbox.js';
+import type { Commit, CommitResult, OutboxStore, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
+
+/** Every method of {@link OutboxStore} (a missing one fails to compile), forwarded by `withRankIndex`. */
+const OUTBOX_METHODS: Record<keyof OutboxStore, true> = {
+  readChanges: true,
+  claimConsumer: true,
+  advanceConsumer: true,
+  releaseConsumer: true,
+  getMarks: true,
+  appendChanges: true,
+  claimDue: true,
+  pruneChanges: true,
+  recordDeliveries: true,
+  readDeliveries: true,
+};
 
 /** A leaderboard write tagged with the user's committed version, so late writes never undo newer ones. */
 export type VersionedWrite = LeaderboardWrite & { version: number };
@@ -24,6 +39,16 @@ export interface RankIndex {
    * writes of a commit, or of a whole `commitBatch`, in one call: an index SHOULD answer it in one round trip.
    */
   apply(writes: readonly VersionedWrite[]): Promise<RankChange[]>;
+  /**
+   * OPTIONAL. The rank changes that applying `writes` in order would give right now (each write counting, as
+   * if its version were the newest), without changing anything: what `apply` would return for them, minus
+   * `threshold`. An `unranked` write reads null ranks. A later write in `writes` sees the earlier ones (also
+   * those of other users). `withRankIndex` calls it before the store's commit to complete the commit's
+   * `leaderboard.rank_changed` events (`ChangeEvent.rank`), so they are stored atomically with it. SHOULD
+   * answer in one round trip and bound its time as `apply` does. Without it those events read null ranks
+   * (and are dropped, as the ranks did not change).
+   */
+  preview?(writes: readonly LeaderboardWrite[]): Promise<RankChange[]>;
   getEntry(index: string, userId: string): Promise<RankedEntry | null>;
   readRange(index: string, offset: number, limit: number): Promise<RankedEntry[]>;
   countEntries(index: string, range?: { min?: number; max?: number }): Promise<number>;
@@ -65,6 +90,15 @@ export interface WithRankIndexOptions {
  * single atomic write; the index is updated right after it with version-guarded absolute values, so
  * retries, races between processes and replays cannot leave it behind a newer value.
  *
+ * Change events (`Commit.changes`): a `leaderboard.rank_changed` event the store would complete from its own
+ * ranks (`ChangeEvent.rank`) is completed before the store's commit instead, from `rankIndex.preview` of the
+ * commit's writes (one more rank-index round trip, only for commits with such events), so the store keeps it
+ * atomically with the commit. Its ranks are those of the index just before the commit: a write of another
+ * process landing in between can make them differ from the ranks the call returns. When the index has no
+ * `preview` or it fails (`onError` hears of it), the commit still goes through, without those events.
+ * `commitBatch` previews the whole batch's writes in one call, in order; a reset (`eraseUser`) its writes
+ * after the erasure of the user's entries.
+ *
  * `loadForEvents` and `commitBatch` are there when the store has them. `commitBatch` is one `commitBatch` on
  * the store, then one `rankIndex.apply` for the leaderboard writes of every commit that went through (each
  * tagged with its commit's version): one rank-index round trip for the whole batch (on Redis, one per 1000
@@ -95,6 +129,47 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
       // ignored, see above
     }
   };
+  /**
+   * The changes of each part (a commit's, in the order they will be applied; `clear`: a reset's, whose
+   * writes follow the erasure of the user's entries) with their `leaderboard.rank_changed` events completed
+   * as the store would from its own ranks (`settleChanges`), from one `rankIndex.preview` of every part's
+   * writes to the indexes those events name; undefined for a part without such events (it goes as it is).
+   * The store then keeps them atomically with the commit. When the index has no `preview`, or it fails
+   * (reported to `onError`: the commit still goes through), the events read null ranks and are dropped.
+   */
+  const settleRanks = async (parts: readonly { userId: string; leaderboard: readonly LeaderboardWrite[]; changes?: readonly ChangeEvent[] | undefined; clear?: boolean }[]): Promise<(ChangeEvent[] | undefined)[]> => {
+    const out: (ChangeEvent[] | undefined)[] = parts.map(() => undefined);
+    const indexes = new Set<string>();
+    for (const part of parts) for (const e of part.changes ?? []) if (e.rank) indexes.add(e.rank.index);
+    if (indexes.size === 0) return out;
+    const writes: LeaderboardWrite[] = [];
+    const spans: { start: number; end: number }[] = [];
+    for (const part of parts) {
+      if (part.clear) {
+        const date = new Date().toISOString().slice(0, 10);
+        for (const index of indexes) writes.push({ index, userId: part.userId, remove: true, date, unranked: true });
+      }
+      const start = writes.length;
+      for (const w of part.leaderboard) if (indexes.has(w.index)) writes.push(w);
+      spans.push({ start, end: writes.length });
+    }
+    let ranks: RankChange[] = [];
+    if (writes.length > 0 && typeof rankIndex.preview === 'function') {
+      try {
+        const previewed = await rankIndex.preview(writes);
+        if (!Array.isArray(previewed) || previewed.length !== writes.length) throw new Error(`rank index preview answered ${Array.isArray(previewed) ? previewed.length : 'no'} rank changes for ${writes.length} writes`);
+        ranks = previewed;
+      } catch (error) {
+        report(error);
+      }
+    }
+    parts.forEach((part, i) => {
+      if (!part.changes?.some((e) => e.rank)) return;
+      const span = spans[i] as { start: number; end: number };
+      out[i] = settleChanges(part.changes, ranks.slice(span.start, span.end), part.userId);
+    });
+    return out;
+  };
   const wrapped: Store = {
     loadUser: (id) => store.loadUser(id),
     loadUsers: (ids) => store.loadUsers(ids),
@@ -104,7 +179,10 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
     listUsers: (page) => store.listUsers(page),
     getCounters: (names) => store.getCounters(names),
     async commit(c) {
-      const result = await store.commit(c);
+      // The rank_changed events (`ChangeEvent.rank`) are completed from the rank index before the store
+      // commits them: a store without SQL ranks stores them as given.
+      const [changes] = await settleRanks([c]);
+      const result = await store.commit(changes === undefined ? c : { ...c, changes });
       if (c.leaderboard.length === 0) return result;
       try {
         const ranks = await rankIndex.apply(c.leaderboard.map((w) => ({ ...w, version: result.version })));
@@ -122,7 +200,9 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
     listBoosts: (systemKey, page) => store.listBoosts(systemKey, page),
     getBoost: (id) => store.getBoost(id),
     async eraseUser(e) {
-      const result = await store.eraseUser(e);
+      // A reset's rank_changed events are completed as a commit's, its writes following the erasure.
+      const [changes] = e.reset ? await settleRanks([{ userId: e.userId, leaderboard: e.reset.leaderboard, changes: e.reset.changes, clear: true }]) : [];
+      const result = await store.eraseUser(changes === undefined || !e.reset ? e : { ...e, reset: { ...e.reset, changes } });
       if (!result.erased) return result;
       try {
         if (result.indexes.length > 0) await rankIndex.erase(e.userId, result.indexes, e.reset ? result.version : undefined);
@@ -138,10 +218,18 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
     const loadForEvents = store.loadForEvents.bind(store);
     wrapped.loadForEvents = (userIds, lookups) => loadForEvents(userIds, lookups);
   }
+  // The outbox stays in the store (PostgreSQL with Redis ranks keeps it in PostgreSQL): forwarded as it is.
+  for (const name of Object.keys(OUTBOX_METHODS) as (keyof OutboxStore)[]) {
+    const method = store[name];
+    if (typeof method === 'function') (wrapped as unknown as Record<string, unknown>)[name] = method.bind(store);
+  }
   if (typeof store.commitBatch === 'function') {
     const commitBatch = store.commitBatch.bind(store);
     wrapped.commitBatch = async (commits) => {
-      const outcomes = await commitBatch(commits);
+      // The commits' rank_changed events, as in `commit`: one preview of the whole batch's writes in order, so
+      // a user's later commit sees the earlier ones (a commit the store then refuses counts in it all the same).
+      const settled = await settleRanks(commits);
+      const outcomes = await commitBatch(settled.some((changes) => changes !== undefined) ? commits.map((c, i) => (settled[i] === undefined ? c : { ...c, changes: settled[i] })) : commits);
       // One rank-index call for the leaderboard writes of every commit that went through, each write tagged
       // with its own commit's version; a refused commit (its ConflictError) keeps its slot as it is.
       const writes: VersionedWrite[] = [];
