@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { defineConfig, type StoredChange, type UserState } from '../src/index.js';
-import { DAY, HOUR } from './helpers.js';
+import { HOUR } from './helpers.js';
 import { onEachStore, setupOn } from './stores.js';
 
 const config = defineConfig({

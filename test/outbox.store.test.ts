@@ -7,10 +7,10 @@
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ChangeEvent, StoredChange } from '../src/core/types.js';
+import type { ChangeEvent, LeaderboardWrite, StoredChange } from '../src/core/types.js';
 import { isLaurelErrorCode } from '../src/errors.js';
 import { createPostgresStore, type PostgresClient } from '../src/postgres.js';
-import type { Commit, LeaderboardWrite, OutboxStore, Store } from '../src/store/types.js';
+import type { Commit, OutboxStore, Store } from '../src/store/types.js';
 import { sampleState } from '../src/testing/index.js';
 import { PG_URL, uniq } from './servers.js';
 import { freshStore, onEachStore } from './stores.js';

@@ -219,7 +219,7 @@ async function raw(redis: Redis, prefix: string) {
   for (const k of keys) {
     const type = await redis.type(k);
     const ttl = await redis.pttl(k);
-    if (type === 'zset') out[k] = [type, ttl, await redis.zrange(k, 0, -1, 'WITHSCORES')];
+    if (type === 'zset') out[k] = [type, ttl, await redis.zrange(k, '0', '-1', 'WITHSCORES')];
     else if (type === 'hash') out[k] = [type, ttl, await redis.hgetall(k)];
     else if (type === 'list') out[k] = [type, ttl, await redis.lrange(k, 0, -1)];
     else out[k] = [type, ttl];
