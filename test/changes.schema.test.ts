@@ -8,8 +8,8 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import { CHANGE_TYPES, defineConfig, type StoredChange } from '../src/index.js';
-import { DAY, HOUR } from './helpers.js';
+import { CHANGE_TYPES, defineConfig } from '../src/index.js';
+import { allChanges, DAY, HOUR } from './helpers.js';
 import { onEachStore, setupOn } from './stores.js';
 
 const spec = JSON.parse(readFileSync(new URL('./fixtures/openapi/application.json', import.meta.url), 'utf8')) as Record<string, unknown>;
@@ -69,18 +69,6 @@ export const notificationsConfig = defineConfig({
 });
 
 const ZONES = ['UTC', 'America/New_York', 'Asia/Tokyo', 'Pacific/Kiritimati', 'Pacific/Pago_Pago'];
-
-/** Every change event in the outbox, in order. */
-export async function allChanges(engine: { readChanges: (o: { after?: string; limit?: number }) => Promise<{ events: StoredChange[]; next: string }> }): Promise<StoredChange[]> {
-  const out: StoredChange[] = [];
-  let after: string | undefined;
-  for (;;) {
-    const page = await engine.readChanges(after === undefined ? { limit: 1000 } : { after, limit: 1000 });
-    out.push(...page.events);
-    if (page.events.length === 0) return out;
-    after = page.next;
-  }
-}
 
 onEachStore('change events validate against the webhook schemas', (kind) => {
   it('a long random scenario emits all 18 types, each payload valid', { timeout: 120_000 }, async () => {

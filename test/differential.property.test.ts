@@ -17,6 +17,7 @@ import { createPostgresStore } from '../src/postgres.js';
 import { createRedisRankIndex } from '../src/redis.js';
 import { sequentialIds } from '../src/testing/index.js';
 import { PG_URL, REDIS_URL, uniq } from './servers.js';
+import { allChanges } from './helpers.js';
 
 const config = defineConfig({
   timeZone: 'America/Santiago',
@@ -66,6 +67,7 @@ type Op =
   | { kind: 'accrue'; user: string }
   | { kind: 'read'; what: number; user: string }
   | { kind: 'clock'; ms: number }
+  | { kind: 'sweep' }
   | { kind: 'operate'; what: number; user: string; amount: number }
   | { kind: 'batch'; events: Extract<Op, { kind: 'event' }>[] };
 
@@ -96,6 +98,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('complete' as const), user }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('accrue' as const), user }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'sweep' as const }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('read' as const), what: fc.nat(17), user }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('operate' as const), what: fc.nat(10), user, amount: mostly([1, 2, -1, -5, 40], [0, 1.5]) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('clock' as const), ms: fc.constantFrom(0, 0, 1, 60_000, 3_600_000, 20 * 3_600_000, 86_400_000, 3 * 86_400_000) }) },
@@ -125,6 +128,8 @@ async function perform(engine: Engine, o: Op): Promise<unknown> {
       return engine.accrue(o.user);
     case 'clock':
       return null;
+    case 'sweep':
+      return engine.sweep();
     case 'operate':
       switch (o.what) {
         case 0:
@@ -260,6 +265,9 @@ describe(`differential: ${backends.map((b) => b.name).join(' = ')}`, () => {
         for (let k = 1; k < runs.length; k++) expect(finals[k], `final states on ${runs[k]?.b.name}`).toEqual(finals[0]);
         const ledgers = await Promise.all(runs.map((r) => Promise.all(USERS.map((u) => r.store.readLedger({ userId: u, kind: 'points', key: 'toString', order: 'asc' })))));
         for (let k = 1; k < runs.length; k++) expect(ledgers[k], `ledgers on ${runs[k]?.b.name}`).toEqual(ledgers[0]);
+        // The same change events, in the same order, with the same ids and payloads (positions are the store's own).
+        const changes = await Promise.all(runs.map((r) => allChanges(r.engine).then((list) => list.map(({ position: _p, ...e }) => e))));
+        for (let k = 1; k < runs.length; k++) expect(changes[k], `change events on ${runs[k]?.b.name}`).toEqual(changes[0]);
       }),
       { numRuns: PG_URL ? 30 : 12 },
     );

@@ -1,4 +1,4 @@
-import { createEngine, type Award, type LaurelConfig, type Store } from '../src/index.js';
+import { createEngine, type Award, type LaurelConfig, type Store, type StoredChange } from '../src/index.js';
 import { grantInstant } from '../src/core/points.js';
 import { createMemoryStore } from '../src/memory.js';
 import { sequentialIds } from '../src/testing/index.js';
@@ -43,4 +43,16 @@ export function eachGrant(awards: readonly Award[], order: 'asc' | 'desc' = 'asc
     });
     return order === 'asc' ? singles : singles.reverse();
   });
+}
+
+/** Every change event in an engine's outbox, in order (read in pages until an empty one). */
+export async function allChanges(engine: { readChanges: (o: { after?: string; limit?: number }) => Promise<{ events: StoredChange[]; next: string }> }): Promise<StoredChange[]> {
+  const out: StoredChange[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await engine.readChanges(after === undefined ? { limit: 1000 } : { after, limit: 1000 });
+    out.push(...page.events);
+    if (page.events.length === 0) return out;
+    after = page.next;
+  }
 }

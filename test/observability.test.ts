@@ -186,6 +186,22 @@ describe('engine hooks', () => {
     expect((await getUser('d')).id).toBe('d');
   });
 
+  it('covers the change-notification methods too; subscribe stays synchronous', async () => {
+    const operations: string[] = [];
+    const engine = createEngine({ config, clock, hooks: { onCall: (info, run) => (operations.push(info.operation), run()) } });
+    await engine.recordEvent('lessons', { user: { id: 'u' }, value: 1 });
+    const page = await engine.readChanges({ limit: 10 });
+    expect(page.events.length).toBeGreaterThan(0);
+    const delivered: unknown[] = [];
+    const sub = engine.subscribe('test', (events) => void delivered.push(...events), { pollMs: 5 });
+    expect(typeof sub.stop).toBe('function');
+    for (let i = 0; i < 100 && delivered.length < page.events.length; i++) await new Promise((r) => setTimeout(r, 5));
+    await sub.stop();
+    expect(delivered).toHaveLength(page.events.length);
+    await engine.sweep();
+    expect(operations).toEqual(['recordEvent', 'readChanges', 'subscribe', 'sweep']);
+  });
+
   it('refuses hooks that are not functions', () => {
     expect(() => createEngine({ config, hooks: { onCommit: 5 } as never })).toThrow(/hooks.onCommit must be a function/);
     expect(() => createEngine({ config, hooks: [null] as never })).toThrow(/hooks must be an object/);

@@ -18,7 +18,7 @@ import { operationStreak, preferencesView } from './operations.js';
 import { awardOfRow, grantInstant, isAdjustment, levelFor, nextGrants, systemView } from './points.js';
 import { userZone } from './step.js';
 import { streakView } from './streaks.js';
-import type { Award, AwardRow, BoardState, ChangeEvent, ChangeType, CoreContext, Effects, LedgerRow, Notices, NotificationType, OperationRowData, StreakPeriodRow, UserBoost, UserRecord, UserState } from './types.js';
+import type { Award, AwardRow, ChangeEvent, ChangeType, CoreContext, Effects, LedgerRow, Notices, NotificationType, OperationRowData, StreakPeriodRow, UserBoost, UserRecord, UserState } from './types.js';
 
 const DAY_MS = 86_400_000;
 
@@ -105,13 +105,12 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   /** Reminders go to users outside the experiment's control group who keep a channel for them. */
   const reminds = (type: NotificationType) => after.user.control !== true && (prefs.notifications[type]?.length ?? 0) > 0;
 
-  // Achievements.
-  for (const key in after.achievements) {
-    const got = after.achievements[key] as { achievedAt: string; completionId: string };
-    const had = before?.achievements[key];
+  // Achievements, in configuration order (never the state's key order: stores may reorder keys).
+  for (const a of cfg.achievements) {
+    const got = after.achievements[a.key];
+    if (!got) continue;
+    const had = before?.achievements[a.key];
     if (had && had.completionId === got.completionId) continue;
-    const a = cfg.index.achievements.get(key);
-    if (!a) continue;
     const achievement = userAchievementView(a, after);
     emit('achievement.completed', got.achievedAt, { user: wired(), achievement });
     if (cfg.notifications.achievement && reminds('achievement_completed')) emit('emails.achievement_due', got.achievedAt, { timestamp: got.achievedAt, user: wired(), achievement });
@@ -180,13 +179,12 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
 
   // Leaderboards: a change of the user's value in a run (the store fills the ranks and drops it when the
   // rank stayed the same).
-  for (const key in after.leaderboards) {
-    const now = after.leaderboards[key] as BoardState;
-    const was = before?.leaderboards[key];
+  for (const board of cfg.leaderboards) {
+    const now = after.leaderboards[board.key];
+    if (!now) continue;
+    const was = before?.leaderboards[board.key];
     const sameRun = was !== undefined && was.run === now.run && was.group === now.group;
     if (sameRun && was.value === now.value) continue;
-    const board = cfg.index.leaderboards.get(key);
-    if (!board) continue;
     const status = runStatus(board, runContaining(board, now.run), ctx.now);
     const leaderboard = { ...wireBoard(board, status), rank: null, value: now.value, previousRank: null, previousValue: sameRun ? was.value : null };
     emit('leaderboard.rank_changed', now.reachedAt <= nowIso ? now.reachedAt : nowIso, { user: wired(), leaderboard }, { index: boardIndexOf(board, now.run, now.group), cap: board.maxParticipants });
