@@ -9,6 +9,8 @@ import pg from 'pg';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ChangeEvent, LeaderboardWrite, StoredChange } from '../src/core/types.js';
 import { isLaurelErrorCode } from '../src/errors.js';
+import { withRankIndex, type RankIndex } from '../src/index.js';
+import { createMemoryStore } from '../src/memory.js';
 import { createPostgresStore, type PostgresClient } from '../src/postgres.js';
 import type { Commit, OutboxStore, Store } from '../src/store/types.js';
 import { sampleState } from '../src/testing/index.js';
@@ -427,6 +429,34 @@ onEachStore('OutboxStore contract', (kind) => {
     await store.eraseUser({ userId: 'u1', expectedVersion: versions.get('u1')!, counters: {}, reset: { state: sampleState('u1', 0), ledger: [], leaderboard: [] } });
     expect(await store.claimDue({ now: at(1000), limit: 10, leaseMs: 1000 })).toEqual([]);
     expect(ids((await readAll(store)).events)).toEqual(['other']);
+  });
+});
+
+describe('withRankIndex', () => {
+  const unused = () => Promise.reject(new Error('not used'));
+  const rankIndex: RankIndex = { apply: unused, getEntry: unused, readRange: unused, countEntries: unused, readRankHistory: unused, scanUsers: unused, erase: unused };
+  const NAMES = ['readChanges', 'claimConsumer', 'advanceConsumer', 'releaseConsumer', 'getMarks', 'appendChanges', 'claimDue', 'pruneChanges', 'recordDeliveries', 'readDeliveries'] as const;
+
+  it('forwards every OutboxStore method to the store, which keeps the outbox', async () => {
+    const inner = createMemoryStore();
+    const wrapped = withRankIndex(inner, rankIndex) as OutboxCapable;
+    for (const name of NAMES) expect(typeof wrapped[name], name).toBe('function');
+    // Events committed through the wrapper (no leaderboard writes: no rank index call) land in the store.
+    await wrapped.commit(commitOf('u1', 0, { changes: [event('c1', 'u1')], due: at(1) }));
+    expect(await wrapped.appendChanges({ mark: 'm', expected: null, value: '1', changes: [event('c2', null)] })).toBe(true);
+    expect(ids((await inner.readChanges({ limit: 10 })).events)).toEqual(['c1', 'c2']);
+    expect(ids((await wrapped.readChanges({ limit: 10 })).events)).toEqual(['c1', 'c2']);
+    expect(await wrapped.getMarks(['m'])).toEqual({ m: '1' });
+    expect(await wrapped.claimDue({ now: at(1), limit: 10, leaseMs: 1000 })).toEqual(['u1']);
+    expect(await wrapped.claimConsumer({ consumer: 'c', owner: 'A', now: at(), leaseMs: 1000 })).toEqual({ cursor: null });
+    expect(await inner.claimConsumer({ consumer: 'c', owner: 'B', now: at(), leaseMs: 1000 })).toBeNull();
+  });
+
+  it('offers none of them over a store without an outbox', () => {
+    const inner = createMemoryStore() as Store;
+    const bare: Store = Object.fromEntries(Object.entries(inner).filter(([name]) => !(NAMES as readonly string[]).includes(name))) as unknown as Store;
+    const wrapped = withRankIndex(bare, rankIndex);
+    for (const name of NAMES) expect(wrapped[name], name).toBeUndefined();
   });
 });
 

@@ -8,6 +8,12 @@
  * ledger rows, leaderboard entries with ranks, rank history and thresholds, counters) and returns every
  * commit's outcome. Outside an explicit transaction one statement is one transaction: no BEGIN or COMMIT.
  *
+ * Change notifications (`OutboxStore`, migration 007, PostgreSQL 13 or later): `commit_batch` and `erase_user`
+ * write a commit's change events to `outbox` in the same statement. `readChanges` reads them in (xid, seq)
+ * order below the oldest transaction still running, so a cursor never passes an event that commits later;
+ * a transaction left open anywhere on the server (any database) holds every reader back until it ends.
+ * Leases, marks, the due index, pruning and delivery outcomes take one statement per call.
+ *
  * Failures: a version or idempotency race is a `ConflictError` (as are serialization failures and
  * deadlocks); anything else any method meets (a dropped connection, a server that is down or restarting, a
  * driver error) is a `StorageUnavailableError` with the driver's error as `cause`. Broken connections are
