@@ -269,7 +269,7 @@ describe(`differential: ${backends.map((b) => b.name).join(' = ')}`, () => {
         const changes = await Promise.all(runs.map((r) => allChanges(r.engine).then((list) => list.map(({ position: _p, ...e }) => e))));
         for (let k = 1; k < runs.length; k++) expect(changes[k], `change events on ${runs[k]?.b.name}`).toEqual(changes[0]);
       }),
-      { numRuns: PG_URL ? 30 : 12 },
+      { numRuns: Number(process.env.DIFF_RUNS ?? (PG_URL ? 30 : 12)), timeout: 30_000 },
     );
   }, 300_000);
 });

@@ -325,6 +325,16 @@ onEachStore('OutboxStore contract', (kind) => {
       expect(await store.claimDue({ now: at(1000), limit: 0, leaseMs: 60_000 })).toEqual([]);
     });
 
+    it('a user is claimed once, however many commits set the same or another due instant', async () => {
+      await put('u1', { due: at(60) });
+      await put('u1', { due: at(60) });
+      await put('u1', { due: at(30) });
+      await put('u1', { due: at(30) });
+      await put('u2', { due: at(40) });
+      expect(await store.claimDue({ now: at(90), limit: 10, leaseMs: 60_000 })).toEqual(['u1', 'u2']);
+      expect(await store.claimDue({ now: at(90), limit: 10, leaseMs: 60_000 })).toEqual([]);
+    });
+
     it('a later commit’s due replaces it, an absent one keeps it, null clears it', async () => {
       await put('u1', { due: at(60) });
       await put('u2', { due: at(60) });
@@ -497,6 +507,20 @@ describe.skipIf(!PG_URL)('PostgreSQL outbox across concurrent transactions (real
     await sync();
     const rest = await store.readChanges({ after: page.next, limit: 10 });
     expect(ids(rest.events)).toEqual(['slow1', 'slow2', 'fast']);
+  });
+
+  it('an open transaction that does not write the outbox holds nothing back', async () => {
+    const { store, conn } = await setup();
+    await conn.query('BEGIN');
+    // A transaction with an id (it wrote), open on the server, unrelated to the outbox.
+    await conn.query('SELECT pg_current_xact_id()');
+    try {
+      await store.commit(commitOf('u1', 0, { changes: [event('a1', 'u1')] }));
+      await store.commit(commitOf('u2', 0, { changes: [event('a2', 'u2')] }));
+      expect(ids((await store.readChanges({ limit: 10 })).events)).toEqual(['a1', 'a2']);
+    } finally {
+      await conn.query('COMMIT');
+    }
   });
 
   it('a rolled-back transaction’s events never appear; later events do once it ended', async () => {

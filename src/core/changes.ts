@@ -16,7 +16,7 @@ import { addDays, localDateOf, nextPeriodStart, periodEndOf, periodStartOf, prev
 import { boardIndexOf, leaderboardView, runContaining, runStatus } from './leaderboards.js';
 import { operationStreak, preferencesView } from './operations.js';
 import { awardOfRow, grantInstant, isAdjustment, levelFor, nextGrants, systemView } from './points.js';
-import { userZone } from './step.js';
+import { own, userZone } from './step.js';
 import { streakView } from './streaks.js';
 import type { Award, AwardRow, ChangeEvent, ChangeType, CoreContext, Effects, LedgerRow, Notices, NotificationType, OperationRowData, StreakPeriodRow, UserBoost, UserRecord, UserState } from './types.js';
 
@@ -107,9 +107,9 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
 
   // Achievements, in configuration order (never the state's key order: stores may reorder keys).
   for (const a of cfg.achievements) {
-    const got = after.achievements[a.key];
+    const got = own(after.achievements, a.key);
     if (!got) continue;
-    const had = before?.achievements[a.key];
+    const had = before ? own(before.achievements, a.key) : undefined;
     if (had && had.completionId === got.completionId) continue;
     const achievement = userAchievementView(a, after);
     emit('achievement.completed', got.achievedAt, { user: wired(), achievement });
@@ -156,8 +156,8 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
 
   // Points and levels.
   for (const system of cfg.pointsSystems) {
-    const was = before?.points[system.key]?.total ?? 0;
-    const total = after.points[system.key]?.total ?? 0;
+    const was = (before ? own(before.points, system.key)?.total : undefined) ?? 0;
+    const total = own(after.points, system.key)?.total ?? 0;
     if (was === total) continue;
     let at = '';
     const awards = [];
@@ -180,9 +180,9 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   // Leaderboards: a change of the user's value in a run (the store fills the ranks and drops it when the
   // rank stayed the same).
   for (const board of cfg.leaderboards) {
-    const now = after.leaderboards[board.key];
+    const now = own(after.leaderboards, board.key);
     if (!now) continue;
-    const was = before?.leaderboards[board.key];
+    const was = before ? own(before.leaderboards, board.key) : undefined;
     const sameRun = was !== undefined && was.run === now.run && was.group === now.group;
     if (sameRun && was.value === now.value) continue;
     const status = runStatus(board, runContaining(board, now.run), ctx.now);

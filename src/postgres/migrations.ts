@@ -897,6 +897,9 @@ DECLARE
   outbox_sets jsonb[] := '{}';
   settled jsonb;
 BEGIN
+  -- Before any write (so before the transaction has an id): readChanges finds outbox writers in flight by
+  -- this lock, and waits only for them, not for unrelated transactions on the server.
+  LOCK TABLE "{{schema}}".outbox IN ROW EXCLUSIVE MODE;
   SELECT coalesce(array_agg(DISTINCT l.index), '{}') INTO late_keep
     FROM jsonb_array_elements(commits) AS x(e), jsonb_to_recordset(x.e->'leaderboard') AS l(index text, remove boolean, unranked boolean, "thresholdRank" jsonb)
     WHERE NOT coalesce(l.unranked, false) OR coalesce(l.remove, false) OR coalesce(jsonb_typeof(l."thresholdRank"), 'null') <> 'null';
@@ -1171,6 +1174,7 @@ DECLARE
   idxs text[];
   r jsonb;
 BEGIN
+  LOCK TABLE "{{schema}}".outbox IN ROW EXCLUSIVE MODE;
   SELECT version INTO cur FROM "{{schema}}".users WHERE user_id = uid FOR UPDATE;
   IF coalesce(cur, 0) <> expected THEN
     RETURN '{"conflict": "version"}'::jsonb;

@@ -120,6 +120,7 @@ export class MemoryOutbox implements OutboxStore {
       return;
     }
     const ms = Date.parse(due);
+    if (this.due.get(userId) === ms) return;
     this.due.set(userId, ms);
     this.heap.push({ ms, userId });
   }
@@ -208,12 +209,11 @@ export class MemoryOutbox implements OutboxStore {
       // A stale entry (the user's due instant moved, or the user is gone) is dropped.
       if (this.due.get(top.userId) !== top.ms) continue;
       out.push(top.userId);
+      // Leased at once, so that another entry of the user in the heap is stale from here on.
+      this.due.set(top.userId, now + claim.leaseMs);
       again.push({ ms: now + claim.leaseMs, userId: top.userId });
     }
-    for (const a of again) {
-      this.due.set(a.userId, a.ms);
-      this.heap.push(a);
-    }
+    for (const a of again) this.heap.push(a);
     return out;
   }
 
