@@ -206,7 +206,7 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     const since = known.has(b.id) ? through : -Infinity;
     const start = dayStart(b.start, tz);
     const end = b.end === null ? null : dayStart(addDays(b.end, 1), tz);
-    if (start > since && start <= nowMs && (end === null || end > nowMs)) emit('points.boost_started', new Date(Math.max(start, since === -Infinity ? start : since)).toISOString(), { timestamp: new Date(start).toISOString(), boost: wireUserBoost(system, userId, b, 'active') });
+    if (start > since && start <= nowMs) emit('points.boost_started', new Date(Math.max(start, since === -Infinity ? start : since)).toISOString(), { timestamp: new Date(start).toISOString(), boost: wireUserBoost(system, userId, b, 'active') });
     if (end !== null && end > since && end <= nowMs && known.has(b.id)) emit('points.boost_finished', new Date(end).toISOString(), { timestamp: new Date(end).toISOString(), boost: wireUserBoost(system, userId, b, 'finished') });
   }
 

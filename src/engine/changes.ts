@@ -9,7 +9,7 @@ import type { CompiledLeaderboard, LaurelConfig } from '../config/define.js';
 import { boostStatus, configuredBoostView } from '../core/boosts.js';
 import { addDays, localDateOf, startOfLocalDate } from '../core/calendar.js';
 import { wireBoard } from '../core/changes.js';
-import { runOf, runStatus, type Run } from '../core/leaderboards.js';
+import { runContaining, runOf, runStatus, type Run } from '../core/leaderboards.js';
 import type { ChangeEvent, ChangeType, StoredChange } from '../core/types.js';
 import { isLaurelError, ValidationError } from '../errors.js';
 import type { ChangesPage, DeliveryRecord, OutboxStore, Store } from '../store/types.js';
@@ -100,52 +100,71 @@ export function changesApi(deps: ChangesDeps) {
 
     for (const board of config.leaderboards) {
       if (board.status === 'inactive') continue;
-      // The newest run that may have begun somewhere, and the two before it (a run ends after the next began
-      // in the earliest zone, and a sweep may have been missed).
-      const newest = localDateOf(nowMs + EARLIEST_OFFSET_MS, board.timeZone ?? 'UTC');
-      const runs: Run[] = [];
+      // A run's first instant anywhere (UTC+14) and its last (UTC-12), or in the board's own zone.
+      const beganAt = (run: Run) => (board.timeZone ? startOfLocalDate(run.start, board.timeZone).getTime() : startOfLocalDate(run.start, 'UTC').getTime() - EARLIEST_OFFSET_MS);
+      const endedAt = (run: Run) => {
+        const lastDate = run.end ?? board.end;
+        if (lastDate === null) return nowMs;
+        return board.timeZone ? startOfLocalDate(addDays(lastDate, 1), board.timeZone).getTime() : startOfLocalDate(addDays(lastDate, 1), 'UTC').getTime() + LATEST_OFFSET_MS;
+      };
+      const view = (run: Run, s: string, rankings: unknown[]) => ({ ...wireBoard(board, s), run: { start: run.start, end: run.end }, rankings });
+      const top = (run: Run) => (board.breakdownAttributes.length > 0 ? Promise.resolve([]) : deps.rankings(board, run, Math.min(board.maxParticipants, MAX_RANKINGS)));
+      // The newest run that may have begun (in the board's zone, or anywhere: UTC+14) and the one before it;
+      // on each user's zone one more, as a run ends after the next one began.
+      const newest = board.timeZone ? localDateOf(now, board.timeZone) : localDateOf(nowMs + EARLIEST_OFFSET_MS, 'UTC');
+      const recent: Run[] = [];
       let date = newest;
-      for (let i = 0; i < 3; i++) {
+      for (let i = board.timeZone ? 2 : 3; i > 0; i--) {
         const run = runOf(board, date);
         if (!run) break;
-        runs.push(run);
+        recent.unshift(run);
         date = addDays(run.start, -1);
       }
-      // Oldest first, so that a run's changes come in the order they happened.
-      for (const run of runs.reverse()) {
-        const status = runStatus(board, run, now);
-        if (status === 'scheduled' || status === 'inactive') continue;
-        // A run's first instant anywhere (UTC+14) and last (UTC-12), or in the board's own zone.
-        const began = board.timeZone ? startOfLocalDate(run.start, board.timeZone).getTime() : startOfLocalDate(run.start, 'UTC').getTime() - EARLIEST_OFFSET_MS;
-        const lastDate = run.end ?? board.end;
-        const ended = lastDate === null ? null : board.timeZone ? startOfLocalDate(addDays(lastDate, 1), board.timeZone).getTime() : startOfLocalDate(addDays(lastDate, 1), 'UTC').getTime() + LATEST_OFFSET_MS;
-        const view = (s: string, rankings: unknown[]) => ({ ...wireBoard(board, s), run: { start: run.start, end: run.end }, rankings });
-        const top = () => (board.breakdownAttributes.length > 0 ? Promise.resolve([]) : deps.rankings(board, run, Math.min(board.maxParticipants, MAX_RANKINGS)));
+      // One mark per board, `{ last, open }`: the latest run announced as started and the started runs not yet
+      // announced as finished. Every started run is announced finished exactly once, however late the sweep.
+      wants.push({
+        mark: `leaderboard.runs|${board.key}`,
+        build: async (current) => {
+          const was = current === null ? { last: '', open: [] as string[] } : (JSON.parse(current) as { last: string; open: string[] });
+          const changes: ChangeEvent[] = [];
+          const open: string[] = [];
+          for (const start of was.open) {
+            const run = runContaining(board, start);
+            if (runStatus(board, run, now) !== 'finished') open.push(start);
+            else changes.push(event('leaderboard.finished', new Date(Math.min(endedAt(run), nowMs)).toISOString(), { leaderboard: view(run, 'finished', await top(run)) }));
+          }
+          let last = was.last;
+          for (const run of recent) {
+            if (run.start <= was.last) continue;
+            const status = runStatus(board, run, now);
+            if (status === 'scheduled' || status === 'inactive') continue;
+            last = run.start;
+            const rankings = await top(run);
+            changes.push(event('leaderboard.started', new Date(Math.min(beganAt(run), nowMs)).toISOString(), { leaderboard: view(run, 'active', rankings) }));
+            if (status === 'finished') changes.push(event('leaderboard.finished', new Date(Math.min(endedAt(run), nowMs)).toISOString(), { leaderboard: view(run, 'finished', rankings) }));
+            else open.push(run.start);
+          }
+          if (changes.length === 0) return null;
+          return { value: JSON.stringify({ last, open }), changes };
+        },
+      });
+      // `leaderboard.changed` of each active run: at most once per `leaderboardChangedMs`, when the rankings
+      // differ from the last ones sent.
+      for (const run of recent) {
+        if (runStatus(board, run, now) !== 'active') continue;
         wants.push({
-          mark: `leaderboard.started|${board.key}|${run.start}`,
-          build: async (current) => (current !== null ? null : { value: nowIso, changes: [event('leaderboard.started', new Date(Math.min(began, nowMs)).toISOString(), { leaderboard: view('active', await top()) })] }),
+          mark: `leaderboard.changed|${board.key}|${run.start}`,
+          build: async (current) => {
+            const sep = current === null ? -1 : current.indexOf('|');
+            const last = sep < 0 ? -Infinity : Number(current!.slice(0, sep));
+            if (nowMs - last < config.notifications.leaderboardChangedMs) return null;
+            const rankings = await top(run);
+            if (rankings.length === 0) return null;
+            const fingerprint = JSON.stringify(rankings.map((r) => [r.userId, r.rank, r.value]));
+            if (current !== null && current.slice(sep + 1) === fingerprint) return null;
+            return { value: `${nowMs}|${fingerprint}`, changes: [event('leaderboard.changed', nowIso, { leaderboard: view(run, 'active', rankings) })] };
+          },
         });
-        if (status === 'finished') {
-          wants.push({
-            mark: `leaderboard.finished|${board.key}|${run.start}`,
-            build: async (current) => (current !== null ? null : { value: nowIso, changes: [event('leaderboard.finished', new Date(Math.min(ended ?? nowMs, nowMs)).toISOString(), { leaderboard: view('finished', await top()) })] }),
-          });
-        } else {
-          // At most once per `leaderboardChangedMs`, when the rankings differ from the last ones sent.
-          wants.push({
-            mark: `leaderboard.changed|${board.key}|${run.start}`,
-            build: async (current) => {
-              const sep = current === null ? -1 : current.indexOf('|');
-              const last = sep < 0 ? -Infinity : Number(current!.slice(0, sep));
-              if (nowMs - last < config.notifications.leaderboardChangedMs) return null;
-              const rankings = await top();
-              if (rankings.length === 0) return null;
-              const fingerprint = JSON.stringify(rankings.map((r) => [r.userId, r.rank, r.value]));
-              if (current !== null && current.slice(sep + 1) === fingerprint) return null;
-              return { value: `${nowMs}|${fingerprint}`, changes: [event('leaderboard.changed', nowIso, { leaderboard: view('active', rankings) })] };
-            },
-          });
-        }
       }
     }
 
