@@ -4,7 +4,7 @@
  * sweeps, board runs, boosts, erasure and retention.
  */
 import { expect, it } from 'vitest';
-import { defineConfig, type ConfigInput, type StoredChange } from '../src/index.js';
+import { createSweeper, defineConfig, type ConfigInput, type StoredChange } from '../src/index.js';
 import { allChanges, DAY, HOUR } from './helpers.js';
 import { onEachStore, setupOn } from './stores.js';
 
@@ -188,5 +188,23 @@ onEachStore('change events, rule by rule', (kind) => {
     expect(await t.engine.pruneChanges({ olderThanMs: 5 * DAY })).toBe(events.length);
     expect((await allChanges(t.engine)).every((e) => e.userId === 'new' || e.userId === null)).toBe(true);
     void HOUR;
+  });
+
+  it('createSweeper sweeps on an interval and prunes by retention; stop() ends it', async () => {
+    const t = await setupOn(kind, config, '2026-01-05T10:00:00Z');
+    await t.engine.recordEvent('lessons', { user: { id: 'u', tz: 'UTC' }, value: 1 });
+    t.set('2026-01-20T10:00:00Z');
+    const reports: number[] = [];
+    const sweeper = createSweeper(t.engine, { everyMs: 10, retentionMs: 7 * DAY, onSweep: (r) => reports.push(r.users) });
+    const end = Date.now() + 10_000;
+    while (!reports.includes(1) && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50));
+    await sweeper.stop();
+    expect(reports).toContain(1);
+    // The first events (the 5th) are pruned; those written after the recent board-run changes stay, even
+    // the lapse dated the 8th: retention goes in commit order, so nothing is pruned before it was readable.
+    const left = await allChanges(t.engine);
+    expect(left.some((e) => e.at.startsWith('2026-01-05'))).toBe(false);
+    expect(left.find((e) => e.type === 'streak.lost')).toMatchObject({ userId: 'u', at: '2026-01-08T00:00:00.000Z' });
   });
 });

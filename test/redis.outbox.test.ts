@@ -21,6 +21,7 @@ import { createRedisRankIndex, withRankIndex, type RankIndex, type RedisLike, ty
 import { sampleState, sequentialIds } from '../src/testing/index.js';
 import type { Commit, RankChange, Store } from '../src/store/types.js';
 import { PG_URL, REDIS_URL, uniq } from './servers.js';
+import { allChanges } from './helpers.js';
 
 const AT = '2026-01-01T00:00:00.000Z';
 
@@ -308,17 +309,6 @@ const config = defineConfig({
   ],
 });
 
-/** Every change event of an engine, in order. */
-async function allChanges(engine: { readChanges: (o: { after?: string; limit?: number }) => Promise<{ events: StoredChange[]; next: string }> }) {
-  const out: StoredChange[] = [];
-  let after: string | undefined;
-  for (;;) {
-    const page = await engine.readChanges(after === undefined ? { limit: 1000 } : { after, limit: 1000 });
-    out.push(...page.events);
-    if (page.events.length === 0) return out;
-    after = page.next;
-  }
-}
 
 describe.skipIf(!PG_URL || !REDIS_URL)('engine on PostgreSQL (ranks: none) + Redis: rank_changed events (needs LAUREL_PG_URL, LAUREL_REDIS_URL)', () => {
   it('are those of the memory store for the same calls (events, batches, resets, erasures, new runs)', { timeout: 120_000 }, async () => {

@@ -15,12 +15,12 @@ import {
   verifyWebhookSignature,
   WebhookDeliveryError,
   type DeliveryRecord,
-  type StoredChange,
   type WebhookRelay,
   type WebhookRelayOptions,
 } from '../src/index.js';
 import { createMemoryStore } from '../src/memory.js';
 import { sequentialIds } from '../src/testing/index.js';
+import { allChanges } from './helpers.js';
 
 const config = defineConfig({
   metrics: [{ key: 'lessons', name: 'Lessons' }],
@@ -37,16 +37,6 @@ function setup() {
 }
 type Setup = ReturnType<typeof setup>;
 
-async function allChanges(engine: Setup['engine']): Promise<StoredChange[]> {
-  const out: StoredChange[] = [];
-  let after: string | undefined;
-  for (;;) {
-    const page = await engine.readChanges(after === undefined ? { limit: 1000 } : { after, limit: 1000 });
-    out.push(...page.events);
-    if (page.events.length === 0) return out;
-    after = page.next;
-  }
-}
 
 type Mode = 'ok' | 'fail' | 'hang';
 interface Received {

@@ -338,11 +338,17 @@ export function changesApi(deps: ChangesDeps) {
 export type ChangesApi = ReturnType<typeof changesApi>;
 
 /**
- * Runs `engine.sweep` every `everyMs` (default 60 000), sweeping again at once while more users are due.
- * Failures go to `onError` and the next round tries again. `stop()` ends it after the sweep in progress.
+ * Runs `engine.sweep` every `everyMs` (default 60 000), sweeping again at once while more users are due, and
+ * with `retentionMs` prunes change events older than that after each round (retention). Failures go to
+ * `onError` and the next round tries again. `stop()` ends it after the round in progress.
  */
-export function createSweeper(engine: Pick<ChangesApi, 'sweep'>, opts: { everyMs?: number; limit?: number; onError?: (error: unknown) => void; onSweep?: (report: SweepReport) => void } = {}) {
-  const everyMs = intIn(opts?.everyMs, 'everyMs', 10, 86_400_000, 60_000);
+export function createSweeper(
+  engine: Pick<ChangesApi, 'sweep' | 'pruneChanges'>,
+  opts: { everyMs?: number; limit?: number; retentionMs?: number; onError?: (error: unknown) => void; onSweep?: (report: SweepReport) => void } = {},
+) {
+  opts = opts ?? {};
+  const everyMs = intIn(opts.everyMs, 'everyMs', 10, 86_400_000, 60_000);
+  const retentionMs = opts.retentionMs === undefined ? undefined : intIn(opts.retentionMs, 'retentionMs', 0, Number.MAX_SAFE_INTEGER, 0);
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | null = null;
   let wake: (() => void) | null = null;
@@ -352,6 +358,7 @@ export function createSweeper(engine: Pick<ChangesApi, 'sweep'>, opts: { everyMs
         const report = await engine.sweep(opts.limit === undefined ? {} : { limit: opts.limit });
         opts.onSweep?.(report);
         if (report.more) continue;
+        if (retentionMs !== undefined) await engine.pruneChanges({ olderThanMs: retentionMs });
       } catch (error) {
         try {
           opts.onError?.(error);

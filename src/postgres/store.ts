@@ -1079,9 +1079,15 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       if (limit === 0) return 0;
       const r = await read((q) =>
         q.query(
-          `WITH gone AS (
-             DELETE FROM ${t('outbox')} o USING (SELECT xid, seq FROM ${t('outbox')} WHERE at < $1 ORDER BY at LIMIT $2) p
-             WHERE o.xid = p.xid AND o.seq = p.seq RETURNING 1
+          // The oldest events in commit order, up to the first one dated at or after `before` (so an event
+          // written late but dated long ago, a lapse seen weeks after, is never pruned before newer ones).
+          `WITH head AS (
+             SELECT h.xid, h.seq, h.at, row_number() OVER (ORDER BY h.xid, h.seq) AS n
+               FROM (SELECT xid, seq, at FROM ${t('outbox')} ORDER BY xid, seq LIMIT $2) h
+           ), stop AS (SELECT coalesce(min(n), $2 + 1) AS n FROM head WHERE at >= $1),
+           gone AS (
+             DELETE FROM ${t('outbox')} o USING head
+             WHERE o.xid = head.xid AND o.seq = head.seq AND head.n < (SELECT n FROM stop) RETURNING 1
            ), gone_deliveries AS (
              DELETE FROM ${t('deliveries')} WHERE seq IN (SELECT seq FROM ${t('deliveries')} WHERE at < $1 ORDER BY at LIMIT $2)
            )

@@ -344,6 +344,18 @@ const thresholdRankOf = (w: VersionedWrite): number | null => {
 /** Most writes one script applies: a larger `apply` (a rebuild's page, a big batch) runs as several scripts. */
 const MAX_SCRIPT_WRITES = 1000;
 
+/** Positions of `writes` in groups: all of them in one, or on a cluster one group per index (one hash slot each). */
+function groupsOf(writes: readonly { index: string }[], cluster: boolean): number[][] {
+  if (!cluster) return [writes.map((_, i) => i)];
+  const byIndex = new Map<string, number[]>();
+  writes.forEach((w, i) => {
+    const group = byIndex.get(w.index);
+    if (group) group.push(i);
+    else byIndex.set(w.index, [i]);
+  });
+  return [...byIndex.values()];
+}
+
 /**
  * The scripts of an `apply`: groups that may run at the same time, each a list of scripts to run one after
  * another, each script a list of write positions in their given order. Usually one group of one script: every
@@ -353,18 +365,7 @@ const MAX_SCRIPT_WRITES = 1000;
  * indexes do not affect each other's ranks, so running them side by side changes no outcome).
  */
 function plan(writes: readonly VersionedWrite[], cluster: boolean): number[][][] {
-  const groups: number[][] = [];
-  if (!cluster) groups.push(writes.map((_, i) => i));
-  else {
-    const byIndex = new Map<string, number[]>();
-    writes.forEach((w, i) => {
-      const group = byIndex.get(w.index);
-      if (group) group.push(i);
-      else byIndex.set(w.index, [i]);
-    });
-    groups.push(...byIndex.values());
-  }
-  return groups.map((g) => {
+  return groupsOf(writes, cluster).map((g) => {
     const scripts: number[][] = [];
     for (let i = 0; i < g.length; i += MAX_SCRIPT_WRITES) scripts.push(g.slice(i, i + MAX_SCRIPT_WRITES));
     return scripts;
@@ -565,17 +566,7 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
       if (writes.length === 0) return out;
       // One script for all the writes (its overlay carries the earlier writes' outcome to the later ones); on a
       // cluster one per index (one hash slot each), side by side. Read-only, so never cut into several.
-      const groups: number[][] = [];
-      if (!cluster) groups.push(writes.map((_, i) => i));
-      else {
-        const byIndex = new Map<string, number[]>();
-        writes.forEach((w, i) => {
-          const group = byIndex.get(w.index);
-          if (group) group.push(i);
-          else byIndex.set(w.index, [i]);
-        });
-        groups.push(...byIndex.values());
-      }
+      const groups = groupsOf(writes, cluster);
       await Promise.all(
         groups.map(async (group) => {
           const keyArgs: string[] = [];

@@ -385,7 +385,11 @@ export interface OutboxStore {
    */
   claimDue(claim: { now: string; limit: number; leaseMs: number }): Promise<string[]>;
 
-  /** Removes change events dated (`at`) before `before`, at most `limit` of them; returns how many. */
+  /**
+   * Removes the oldest change events in commit order that are dated (`at`) before `before`, stopping at the
+   * first one that is not (an event written late but dated long ago is never removed before the events
+   * written ahead of it), at most `limit` of them; returns how many.
+   */
   pruneChanges(prune: { before: string; limit: number }): Promise<number>;
 
   /** Appends delivery outcomes. */
