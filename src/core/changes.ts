@@ -16,22 +16,37 @@ import { addDays, localDateOf, nextPeriodStart, periodEndOf, periodStartOf, prev
 import { boardIndexOf, leaderboardView, runContaining, runStatus } from './leaderboards.js';
 import { operationStreak, preferencesView } from './operations.js';
 import { awardOfRow, grantInstant, isAdjustment, levelFor, nextGrants, systemView } from './points.js';
-import { own, userZone } from './step.js';
+import { own, userZone, withNotices } from './step.js';
 import { streakView } from './streaks.js';
-import type { Award, AwardRow, ChangeEvent, ChangeType, CoreContext, Effects, LedgerRow, Notices, NotificationType, OperationRowData, StreakPeriodRow, UserBoost, UserRecord, UserState } from './types.js';
+import type { Award, AwardRow, LeaderboardView, PointsTriggerView, ChangeEvent, ChangeType, CoreContext, Effects, LedgerRow, Notices, NotificationType, OperationRowData, StreakPeriodRow, UserBoost, UserRecord, UserState } from './types.js';
 
 const DAY_MS = 86_400_000;
 
 /** The hosted service's `User` as webhooks carry it (device tokens and e-mail opt-in are not kept by Laurel). */
 export function wireUser(user: UserRecord) {
-  return { ...user, attributes: { ...user.attributes }, deviceTokens: [] as string[], subscribeToEmails: true, control: user.control === true };
+  // Built once per user record (records are shared between a user's states until they change).
+  let wired = wiredUsers.get(user);
+  if (!wired) {
+    wired = Object.freeze({ ...user, attributes: Object.freeze({ ...user.attributes }), deviceTokens: Object.freeze([]) as unknown as string[], subscribeToEmails: true, control: user.control === true });
+    wiredUsers.set(user, wired);
+  }
+  return wired;
 }
+const wiredUsers = new WeakMap<UserRecord, Readonly<UserRecord & { deviceTokens: string[]; subscribeToEmails: boolean; control: boolean }>>();
 
 /** The hosted service's `LeaderboardResponse` of a board with its status (`breakdownAttribute`: the first breakdown). */
 export function wireBoard(board: CompiledLeaderboard, status: string) {
-  const view = leaderboardView(board);
-  return { ...view, breakdownAttribute: view.breakdownAttributes[0] ?? null, status };
+  let byStatus = wiredBoards.get(board);
+  if (!byStatus) wiredBoards.set(board, (byStatus = new Map()));
+  let wired = byStatus.get(status);
+  if (!wired) {
+    const view = leaderboardView(board);
+    wired = Object.freeze({ ...view, breakdownAttribute: view.breakdownAttributes[0] ?? null, status });
+    byStatus.set(status, wired);
+  }
+  return wired;
 }
+const wiredBoards = new WeakMap<CompiledLeaderboard, Map<string, Readonly<LeaderboardView & { breakdownAttribute: string | null; status: string }>>>();
 
 /** The hosted service's `PointsBoostWebhookPayload` of a user's own boost. */
 function wireUserBoost(system: CompiledPointsSystem, userId: string, b: UserBoost, status: 'active' | 'finished') {
@@ -58,9 +73,7 @@ export const CONFIG_EPOCH = '1970-01-01T00:00:00.000Z';
  * applied; one since deleted shows the award's date as its start).
  */
 export function wireAward(system: CompiledPointsSystem, award: Award, userBoosts: readonly UserBoost[]) {
-  const configured = system.triggers.some((t) => t.id === award.trigger.id);
-  const trigger = { ...award.trigger, status: configured ? 'active' : 'archived', userAttributes: award.trigger.userAttributes ?? [], created: CONFIG_EPOCH, updated: CONFIG_EPOCH };
-  const out: Record<string, unknown> = { ...award, trigger };
+  const out: Record<string, unknown> = { ...award, trigger: wireTrigger(system, award.trigger) };
   if (award.boosts) {
     out.boosts = award.boosts.map((b) => {
       const found = system.boosts.find((c) => c.id === b.id) ?? userBoosts.find((u) => u.id === b.id);
@@ -68,6 +81,19 @@ export function wireAward(system: CompiledPointsSystem, award: Award, userBoosts
     });
   }
   return out;
+}
+
+// Wired trigger views, built once per (shared, frozen) view of a configured trigger.
+const wiredTriggers = new WeakMap<PointsTriggerView, Record<string, unknown>>();
+
+/** The hosted service's `PointsTrigger` of a trigger view (see {@link wireAward}). */
+function wireTrigger(system: CompiledPointsSystem, view: PointsTriggerView): Record<string, unknown> {
+  const cached = Object.isFrozen(view) ? wiredTriggers.get(view) : undefined;
+  if (cached) return cached;
+  const configured = system.triggers.some((t) => t.id === view.id);
+  const wired = Object.freeze({ ...view, status: configured ? 'active' : 'archived', userAttributes: view.userAttributes ?? [], created: CONFIG_EPOCH, updated: CONFIG_EPOCH });
+  if (Object.isFrozen(view) && configured) wiredTriggers.set(view, wired);
+  return wired;
 }
 
 /** What {@link deriveChanges} returns. */
@@ -101,12 +127,35 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     if (rank) event.rank = rank;
     out.push({ event, n: out.length });
   };
-  const prefs = preferencesView(cfg, after);
+  let prefs: ReturnType<typeof preferencesView> | null = null;
   /** Reminders go to users outside the experiment's control group who keep a channel for them. */
-  const reminds = (type: NotificationType) => after.user.control !== true && (prefs.notifications[type]?.length ?? 0) > 0;
+  const reminds = (type: NotificationType) => after.user.control !== true && ((prefs ??= preferencesView(cfg, after)).notifications[type]?.length ?? 0) > 0;
+
+  // One pass over the commit's rows: freezes used, operations, points rows per system, the last event.
+  const frozen: LedgerRow[] = [];
+  let granted = false;
+  const deleted = new Set<string>();
+  const pointsRows = new Map<string, LedgerRow[]>();
+  let activeNow: string | null = null;
+  for (const r of effects.ledger) {
+    if (r.kind === 'points') {
+      const list = pointsRows.get(r.key);
+      if (list) list.push(r);
+      else pointsRows.set(r.key, [r]);
+    } else if (r.kind === 'metric') {
+      if (activeNow === null || r.at > activeNow) activeNow = r.at;
+    } else if (r.kind === 'streak') {
+      if ((r.data as StreakPeriodRow | null)?.usedFreeze === true) frozen.push(r);
+    } else if (r.kind === 'operation') {
+      const op = (r.data as OperationRowData | null)?.op;
+      if (op === 'grantFreezes') granted = true;
+      else if (op === 'deleteBoost') deleted.add((r.data as { id: string }).id);
+    }
+  }
 
   // Achievements, in configuration order (never the state's key order: stores may reorder keys).
-  for (const a of cfg.achievements) {
+  // Records a call did not change are the very same objects (structural sharing): nothing to compare there.
+  for (const a of before?.achievements === after.achievements ? [] : cfg.achievements) {
     const got = own(after.achievements, a.key);
     if (!got) continue;
     const had = before ? own(before.achievements, a.key) : undefined;
@@ -121,18 +170,12 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   const bs = before?.streak ?? null;
   const as = after.streak;
   let streakLostNow = false;
-  if (sc && as) {
+  if (sc && as && as !== bs) {
     const lost = as.lost ?? null;
     const hadLost = bs?.lost ?? null;
     if (lost && !(hadLost && hadLost.period === lost.period && hadLost.length === lost.length && hadLost.started === lost.started)) {
       streakLostNow = true;
       emit('streak.lost', new Date(dayStart(addDays(periodEndOf(lost.period, sc.frequency), 1), tz)).toISOString(), { user: wired(), length: lost.length });
-    }
-    const frozen: LedgerRow[] = [];
-    let granted = false;
-    for (const r of effects.ledger) {
-      if (r.kind === 'streak' && (r.data as StreakPeriodRow | null)?.usedFreeze === true) frozen.push(r);
-      else if (r.kind === 'operation' && (r.data as OperationRowData | null)?.op === 'grantFreezes') granted = true;
     }
     const consumed = frozen.length;
     // A new user's initial freezes are not earned: they start with them.
@@ -155,14 +198,13 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   }
 
   // Points and levels.
-  for (const system of cfg.pointsSystems) {
+  for (const system of before?.points === after.points ? [] : cfg.pointsSystems) {
     const was = (before ? own(before.points, system.key)?.total : undefined) ?? 0;
     const total = own(after.points, system.key)?.total ?? 0;
     if (was === total) continue;
     let at = '';
     const awards = [];
-    for (const r of effects.ledger) {
-      if (r.kind !== 'points' || r.key !== system.key) continue;
+    for (const r of pointsRows.get(system.key) ?? []) {
       const grants = (r.data as AwardRow | null)?.grants;
       const last = grants ? new Date(grantInstant(r.at, grants, grants.count - 1)).toISOString() : r.at;
       if (last > at) at = last;
@@ -179,10 +221,11 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
 
   // Leaderboards: a change of the user's value in a run (the store fills the ranks and drops it when the
   // rank stayed the same).
-  for (const board of cfg.leaderboards) {
+  for (const board of before?.leaderboards === after.leaderboards ? [] : cfg.leaderboards) {
     const now = own(after.leaderboards, board.key);
     if (!now) continue;
     const was = before ? own(before.leaderboards, board.key) : undefined;
+    if (was === now) continue;
     const sameRun = was !== undefined && was.run === now.run && was.group === now.group;
     if (sameRun && was.value === now.value) continue;
     const status = runStatus(board, runContaining(board, now.run), ctx.now);
@@ -193,8 +236,6 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   // A user's own boosts starting and ending (time-driven: since the instant changes were last looked at).
   const prior = before?.notices;
   const through = prior ? Date.parse(prior.through) : Date.parse(after.user.created);
-  const deleted = new Set<string>();
-  for (const r of effects.ledger) if (r.kind === 'operation' && (r.data as OperationRowData | null)?.op === 'deleteBoost') deleted.add((r.data as { id: string }).id);
   const known = new Set((before?.boosts ?? []).map((b) => b.id));
   const boosts = new Map<string, UserBoost>();
   for (const b of before?.boosts ?? []) boosts.set(b.id, b);
@@ -216,8 +257,6 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   if (prior?.reactivation !== undefined) notices.reactivation = prior.reactivation;
   if (prior?.recap !== undefined) notices.recap = prior.recap;
   if (prior?.recapActivity !== undefined) notices.recapActivity = prior.recapActivity;
-  let activeNow: string | null = null;
-  for (const r of effects.ledger) if (r.kind === 'metric' && (activeNow === null || r.at > activeNow)) activeNow = r.at;
   const candidates: number[] = [];
   const n = cfg.notifications;
 
@@ -303,7 +342,7 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   // Changes in the order they happened; those of one instant in the order found.
   out.sort((a, b) => (a.event.at < b.event.at ? -1 : a.event.at > b.event.at ? 1 : a.n - b.n));
   return {
-    state: { ...after, notices },
+    state: withNotices(after, notices),
     changes: out.map((o) => o.event),
     due: due === Infinity ? null : new Date(due).toISOString(),
   };

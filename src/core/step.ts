@@ -8,7 +8,7 @@ import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
 import type { LocalDate } from './calendar.js';
 import { canonicalTimeZone, isSupportedInstant, localDateOf } from './calendar.js';
 import { ValidationError } from '../errors.js';
-import type { Award, BoardEntry, BoardState, Effects, PointsState, StreakState, UserFields, UserRecord, UserState, YearlyChanges } from './types.js';
+import type { Award, BoardEntry, BoardState, Effects, Notices, PointsState, StreakState, UserFields, UserRecord, UserState, YearlyChanges } from './types.js';
 
 export interface Step {
   readonly cfg: LaurelConfig;
@@ -212,6 +212,26 @@ const ADOPTED = Symbol('laurel.adopted');
 // not taken for a checked state.
 const markAdopted = (state: UserState) => Object.defineProperty(state, ADOPTED, { value: state });
 const isAdopted = (state: object) => (state as { [ADOPTED]?: unknown })[ADOPTED] === state;
+
+/**
+ * A state of this module with other `notices` (core/changes.ts): the same records, a new top-level object,
+ * marked as checked (and frozen outside production) like the state it comes from. Spelled out rather than
+ * spread: a spread of a frozen, marked state takes V8's slow path.
+ */
+export function withNotices(state: UserState, notices: Notices): UserState {
+  const out: UserState = { user: state.user, metrics: state.metrics, achievementProgress: state.achievementProgress, achievements: state.achievements, streak: state.streak, points: state.points, leaderboards: state.leaderboards, rules: state.rules };
+  if (state.preferences !== undefined) out.preferences = state.preferences;
+  if (state.yearly !== undefined) out.yearly = state.yearly;
+  if (state.boosts !== undefined) out.boosts = state.boosts;
+  out.notices = notices;
+  // Only a state this module checked keeps the mark: anything else is checked again when it comes back.
+  if (isAdopted(state)) markAdopted(out);
+  if (FREEZE) {
+    Object.freeze(notices);
+    Object.freeze(out);
+  }
+  return out;
+}
 
 /** Ends a call: freezes (outside production) what it created and marks the state as a checked one. */
 export function sealState(step: Step): UserState {

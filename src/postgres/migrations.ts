@@ -1222,6 +1222,44 @@ BEGIN
   RETURN jsonb_build_object('erased', true, 'version', 0, 'indexes', to_jsonb(idxs));
 END
 $fn$;
+
+-- (007) readChanges: change events in commit order, strictly after (after_xid, after_seq), at most lim, below a
+-- horizon no outbox row can appear under later. Two steps, each its own statement and so its own snapshot
+-- (a VOLATILE function under READ COMMITTED):
+-- 1. x1: the next transaction id now; w: the oldest transaction writing the outbox now (they take its lock
+--    before their first write, so before they have an id; pg_locks' 32-bit ids are widened with x1's epoch).
+-- 2. In a later snapshot: below w, below every transaction still running that got its id since step 1 (it
+--    may be a writer that took the lock after it), and below the snapshot's xmax. A transaction that had an
+--    id at step 1 without holding the lock never writes the outbox, so it holds nothing back: unrelated
+--    transactions on the server never delay readers.
+CREATE OR REPLACE FUNCTION "{{schema}}".read_changes(after_xid xid8, after_seq bigint, lim integer)
+  RETURNS TABLE (pos_xid text, pos_seq text, id text, type text, user_id text, at text, payload jsonb)
+  LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  x1 bigint;
+  w bigint;
+BEGIN
+  x1 := pg_snapshot_xmax(pg_current_snapshot())::text::bigint;
+  SELECT min(CASE WHEN ((x1 >> 32) << 32) + t.x32 > x1 THEN ((x1 >> 32) << 32) + t.x32 - 4294967296 ELSE ((x1 >> 32) << 32) + t.x32 END)
+    INTO w
+    FROM (SELECT l.transactionid::text::bigint AS x32 FROM pg_locks l
+           WHERE l.locktype = 'transactionid' AND l.granted
+             AND EXISTS (SELECT 1 FROM pg_locks o WHERE o.virtualtransaction = l.virtualtransaction
+                           AND o.locktype = 'relation' AND o.relation = '"{{schema}}".outbox'::regclass)) t;
+  RETURN QUERY
+    WITH snap AS MATERIALIZED (SELECT pg_current_snapshot() AS s),
+    horizon AS MATERIALIZED (
+      SELECT least(
+               coalesce(w, 9223372036854775807),
+               coalesce((SELECT min(x::text::bigint) FROM snap, pg_snapshot_xip(snap.s) AS x WHERE x::text::bigint >= x1), 9223372036854775807),
+               (SELECT pg_snapshot_xmax(s)::text::bigint FROM snap)) AS h)
+    SELECT o.xid::text, o.seq::text, o.id, o.type, o.user_id::text, o.at::text, o.payload
+      FROM "{{schema}}".outbox o
+     WHERE (o.xid, o.seq) > (after_xid, after_seq) AND o.xid < (SELECT h FROM horizon)::text::xid8
+     ORDER BY o.xid, o.seq
+     LIMIT lim;
+END
+$fn$;
 `,
   },
 ];

@@ -949,36 +949,14 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
 
     // ---- The outbox (OutboxStore, migration 007). Instants come from the caller, never the server's clock. ----
 
-    // Commit order as it can be read for sure: (xid, seq) below a horizon no outbox row can appear under
-    // later, so no row is ever found before a cursor already handed out. The horizon is the oldest of this
-    // statement's snapshot's in-progress transactions that either write the outbox (they hold its lock, taken
-    // by commit_batch and erase_user before their first write, so before they have an id) or have ended since
-    // the snapshot (their rows are invisible to it), else the snapshot's xmax. Transactions that are running
-    // and do not write the outbox (anything else on the server) hold nothing back. Events of one commit are in
-    // its order (seq). An index range scan on the primary key (xid, seq): O(log n + limit), plus pg_locks.
+    // Commit order as it can be read for sure: `read_changes` (migration 007) returns (xid, seq) order below a
+    // horizon no outbox row can appear under later (it waits only for outbox writers in flight, never for
+    // unrelated transactions on the server), so no row is ever found before a cursor already handed out.
+    // An index range scan on the primary key (xid, seq): O(log n + limit), plus a look at pg_locks.
     async readChanges(page): Promise<ChangesPage> {
       const from = changeCursorOf(page.after);
       const limit = Math.max(0, page.limit);
-      const r = await read((q) =>
-        q.query(
-          `WITH snap AS MATERIALIZED (SELECT pg_current_snapshot() AS s),
-           running AS MATERIALIZED (
-             SELECT l.transactionid::text::bigint AS x32, l.virtualtransaction AS vt FROM pg_locks l
-              WHERE l.locktype = 'transactionid' AND l.granted),
-           writers AS MATERIALIZED (
-             SELECT r.x32 FROM running r
-              WHERE EXISTS (SELECT 1 FROM pg_locks o WHERE o.virtualtransaction = r.vt AND o.locktype = 'relation' AND o.relation = '${t('outbox')}'::regclass)),
-           horizon AS MATERIALIZED (
-             SELECT coalesce(min(x.x), (SELECT pg_snapshot_xmax(s) FROM snap)) AS h
-               FROM snap, pg_snapshot_xip(snap.s) AS x(x)
-              WHERE (x.x::text::bigint % 4294967296) NOT IN (SELECT x32 FROM running)
-                 OR (x.x::text::bigint % 4294967296) IN (SELECT x32 FROM writers))
-           SELECT o.xid::text AS pos_xid, o.seq::text AS pos_seq, o.id, o.type, o.user_id, o.at, o.payload FROM ${t('outbox')} o
-           WHERE (o.xid, o.seq) > ($1::xid8, $2::bigint) AND o.xid < (SELECT h FROM horizon)
-           ORDER BY o.xid, o.seq LIMIT $3`,
-          [from.xid, from.seq, limit],
-        ),
-      );
+      const r = await read((q) => q.query(`SELECT * FROM ${t('read_changes')}($1::xid8, $2::bigint, $3::integer)`, [from.xid, from.seq, limit]));
       const events = r.rows.map(toChange);
       const last = events[events.length - 1];
       return { events, next: last ? last.position : (page.after ?? '0.0') };

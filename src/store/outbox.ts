@@ -40,6 +40,25 @@ export function settleChanges(changes: readonly ChangeEvent[] | undefined, ranks
 
 const POSITION = /^[0-9]{1,15}$/;
 
+/** Code-point order (the order of UTF-8 bytes, PostgreSQL's "C" collation), not JavaScript's code units. */
+export function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Surrogates (code points above U+FFFF) sort after every other unit in code-point order.
+    const xs = x >= 0xd800 && x <= 0xdfff;
+    const ys = y >= 0xd800 && y <= 0xdfff;
+    if (xs !== ys) return xs ? 1 : -1;
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+/** (due ms, user id) order: earlier first, ties by user id in code-point order. */
+const before = (a: { ms: number; userId: string }, b: { ms: number; userId: string }) => a.ms < b.ms || (a.ms === b.ms && compareCodePoints(a.userId, b.userId) < 0);
+
 /** A binary min-heap of (due ms, user id). */
 class DueHeap {
   private readonly items: { ms: number; userId: string }[] = [];
@@ -55,7 +74,7 @@ class DueHeap {
     let i = a.length - 1;
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if ((a[p] as { ms: number }).ms <= item.ms) break;
+      if (!before(item, a[p] as { ms: number; userId: string })) break;
       a[i] = a[p] as { ms: number; userId: string };
       i = p;
     }
@@ -71,8 +90,8 @@ class DueHeap {
         const l = 2 * i + 1;
         if (l >= a.length) break;
         const r = l + 1;
-        const c = r < a.length && (a[r] as { ms: number }).ms < (a[l] as { ms: number }).ms ? r : l;
-        if ((a[c] as { ms: number }).ms >= last.ms) break;
+        const c = r < a.length && before(a[r] as { ms: number; userId: string }, a[l] as { ms: number; userId: string }) ? r : l;
+        if (!before(a[c] as { ms: number; userId: string }, last)) break;
         a[i] = a[c] as { ms: number; userId: string };
         i = c;
       }

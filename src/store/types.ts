@@ -378,7 +378,8 @@ export interface OutboxStore {
   appendChanges(entry: { mark: string; expected: string | null; value: string; changes: readonly ChangeEvent[] }): Promise<boolean>;
 
   /**
-   * Users whose due instant (`Commit.due`) is at or before `now`, earliest first, at most `limit`; each one
+   * Users whose due instant (`Commit.due`) is at or before `now`, earliest first (ties by user id in
+   * code-point order, which is UTF-8 byte order: PostgreSQL's "C" collation), at most `limit`; each one
    * returned gets the due instant `now + leaseMs` in the same step, so concurrent callers never get the same
    * user while its lease lasts (SKIP LOCKED on PostgreSQL). MUST cost in proportion to the users returned plus
    * a logarithmic seek, never to the number of users.
