@@ -111,7 +111,8 @@ describe('the official SDK against Laurel', () => {
     // The SDK has a NotFoundError only where its API definition lists a 404; elsewhere the status is on TrophyApiError.
     await expect(client.users.points('ghost', 'xp')).rejects.toBeInstanceOf(TrophyApi.NotFoundError);
     await expect(client.achievements.complete('nope', { user: { id: 'ana' } })).rejects.toBeInstanceOf(TrophyApi.NotFoundError);
-    expect(await client.users.get('ghost').catch((e) => e.statusCode)).toBe(404);
+    // GET /users/{id} documents no 404 in the service's OpenAPI 1.21.1: an unknown user is 422 there.
+    expect(await client.users.get('ghost').catch((e) => e.statusCode)).toBe(422);
     await expect(client.leaderboards.get('nope')).rejects.toBeInstanceOf(TrophyApi.NotFoundError);
     await client.metrics.event('cards', { user: { id: 'dee' }, value: 2 });
     const overdraw = await client.metrics.event('cards', { user: { id: 'dee' }, value: 1 }).catch((e) => e);
@@ -159,19 +160,19 @@ describe('HTTP behaviour', () => {
     expect(wrong.headers.get('allow')).toBe('GET, PUT, PATCH');
   });
 
-  it('malformed JSON, wrong content type, non-object bodies and bad query parameters are 400; huge bodies 413', async () => {
+  it('malformed JSON, wrong content type and non-object bodies are 400, bad query parameters 422 (the operations document no 400); huge bodies 413', async () => {
     expect((await post('/v1/metrics/lessons/event', '{"user":')).status).toBe(400);
     expect((await post('/v1/metrics/lessons/event', '[1,2]')).status).toBe(400);
     expect((await post('/v1/metrics/lessons/event', { user: { id: 'x' }, value: 1 }, { 'content-type': 'text/plain' })).status).toBe(400);
     expect((await post('/v1/metrics/lessons/event', { user: { id: 'x' }, value: 'NaN' })).status).toBe(400);
     const huge = await post('/v1/metrics/lessons/event', { user: { id: 'x' }, value: 1, pad: 'x'.repeat(10_000) });
     expect(huge.status).toBe(413);
-    for (const q of ['awards=0', 'awards=abc', 'awards=1.5']) expect((await fetch(`${base}/v1/users/seed/points/xp?${q}`, { headers: { 'x-api-key': KEY } })).status).toBe(400);
-    expect((await fetch(`${base}/v1/users/seed/metrics/lessons/event-summary?aggregation=daily`, { headers: { 'x-api-key': KEY } })).status).toBe(400);
-    expect((await fetch(`${base}/v1/leaderboards/weekly?offset=x`, { headers: { 'x-api-key': KEY } })).status).toBe(400);
-    expect((await fetch(`${base}/v1/users/seed/streak?historyPeriods=-1`, { headers: { 'x-api-key': KEY } })).status).toBe(400);
+    for (const q of ['awards=0', 'awards=abc', 'awards=1.5']) expect((await fetch(`${base}/v1/users/seed/points/xp?${q}`, { headers: { 'x-api-key': KEY } })).status).toBe(422);
+    expect((await fetch(`${base}/v1/users/seed/metrics/lessons/event-summary?aggregation=daily`, { headers: { 'x-api-key': KEY } })).status).toBe(422);
+    expect((await fetch(`${base}/v1/leaderboards/weekly?offset=x`, { headers: { 'x-api-key': KEY } })).status).toBe(422);
+    expect((await fetch(`${base}/v1/users/seed/streak?historyPeriods=-1`, { headers: { 'x-api-key': KEY } })).status).toBe(422);
     const ids = Array.from({ length: 101 }, (_, i) => `u${i}`).join(',');
-    expect((await fetch(`${base}/v1/streaks?userIds=${ids}`, { headers: { 'x-api-key': KEY } })).status).toBe(400);
+    expect((await fetch(`${base}/v1/streaks?userIds=${ids}`, { headers: { 'x-api-key': KEY } })).status).toBe(422);
     expect((await fetch(`${base}/v1/users/%E0%A4%A`, { headers: { 'x-api-key': KEY } })).status).toBe(400);
   });
 

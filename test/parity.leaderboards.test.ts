@@ -247,7 +247,8 @@ onEachStore('reading breakdown leaderboards', (kind) => {
     expect(ranking(await t.engine.getLeaderboard('by-country', { userAttributes: { country: 'FR' } }))).toEqual([['fr', 1, 2]]);
     expect(ranking(await t.engine.getLeaderboard('by-country', { userId: 'de' }))).toEqual([['de', 1, 3]]);
     const handler = createHttpHandler(t.engine, { apiKeys: ['k'] });
-    expect(await get(handler, 'by-country')).toBe(400);
+    // GET /leaderboards/{key} documents 422 (not 400) for a bad request.
+    expect(await get(handler, 'by-country')).toBe(422);
     expect(await get(handler, 'by-country?userAttributes=country:DE')).toBe(200);
   });
 
@@ -257,7 +258,7 @@ onEachStore('reading breakdown leaderboards', (kind) => {
     await expect(t.engine.getLeaderboard('plain', { userAttributes: { country: 'FR' } })).rejects.toMatchObject({ code: 'VALIDATION', status: 400 });
     expect(ranking(await t.engine.getLeaderboard('plain'))).toEqual([['fr', 1, 2]]);
     const handler = createHttpHandler(t.engine, { apiKeys: ['k'] });
-    expect(await get(handler, 'plain?userAttributes=country:FR')).toBe(400);
+    expect(await get(handler, 'plain?userAttributes=country:FR')).toBe(422);
     expect(await get(handler, 'plain')).toBe(200);
   });
 });

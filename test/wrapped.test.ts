@@ -279,8 +279,9 @@ onEachStore('getWrapped', (kind) => {
     const current = await get('/users/u1/wrapped');
     expect(current.status).toBe(200);
     expect(validResponse(await current.json())).toEqual([]);
-    expect((await get('/users/u1/wrapped?year=2099')).status).toBe(400);
-    expect((await get('/users/u1/wrapped?year=abc')).status).toBe(400);
+    // GET /users/{id}/wrapped documents 422 (not 400) for a bad request.
+    expect((await get('/users/u1/wrapped?year=2099')).status).toBe(422);
+    expect((await get('/users/u1/wrapped?year=abc')).status).toBe(422);
     expect((await get('/users/nobody/wrapped?year=2025')).status).toBe(404);
   });
 

@@ -87,7 +87,7 @@ export function wireAward(system: CompiledPointsSystem, award: Award, userBoosts
 const wiredTriggers = new WeakMap<PointsTriggerView, Record<string, unknown>>();
 
 /** The hosted service's `PointsTrigger` of a trigger view (see {@link wireAward}). */
-function wireTrigger(system: CompiledPointsSystem, view: PointsTriggerView): Record<string, unknown> {
+export function wireTrigger(system: CompiledPointsSystem, view: PointsTriggerView): Record<string, unknown> {
   const cached = Object.isFrozen(view) ? wiredTriggers.get(view) : undefined;
   if (cached) return cached;
   const configured = system.triggers.some((t) => t.id === view.id);

@@ -7,8 +7,10 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { isLaurelError, UnauthorizedError, ValidationError } from '../errors.js';
 import type { Engine } from '../engine/engine.js';
 import type { LaurelConfig } from '../config/define.js';
-import type { EventResponse, UserAchievement, UserInput, UserRecord } from '../core/types.js';
+import type { Award, EventPoints, EventResponse, PreferencesPatch, UserAchievement, UserBoost, UserInput } from '../core/types.js';
 import type { PointsBoost } from '../core/boosts.js';
+import type { PreferencesView } from '../core/operations.js';
+import { wireAward, wireBoard, wireTrigger, wireUser } from '../core/changes.js';
 
 export interface HttpHandlerOptions {
   /** Accepted API keys (compared in constant time). */
@@ -41,7 +43,29 @@ interface Context {
   params: Params;
   body: () => Promise<Record<string, unknown>>;
 }
-type Route = { method: string; pattern: string[]; run: (ctx: Context) => Promise<Response> };
+/**
+ * A route of one operation. `errors`: the error statuses the operation documents in the hosted service's
+ * OpenAPI description (application.json 1.21.1); any other 4xx is answered as the nearest documented one
+ * (see {@link documentedStatus}). Default: 401, 404 and 422.
+ */
+type Route = { method: string; pattern: string[]; errors?: readonly number[]; run: (ctx: Context) => Promise<Response> };
+
+const DEFAULT_ERRORS: readonly number[] = [401, 404, 422];
+
+/**
+ * The status to answer for a failure of an operation that documents `errors`: a documented status as is;
+ * otherwise a bad request (400) or a missing resource (404) becomes 422 where the operation lists 422 (else
+ * 400), and a 422 becomes 400 where only 400 is listed. Left as they are, and documented in the README as
+ * Laurel's own: 413 (body over `maxBodyBytes`), 409 (write retries spent) and 5xx (store unavailable,
+ * internal errors). `POST /metrics/{key}/event` also keeps 404 for an unknown metric (its route lists it),
+ * and answers 202 for an idempotent replay (the service's idempotency page documents that).
+ */
+function documentedStatus(status: number, errors: readonly number[]): number {
+  if (errors.includes(status) || status === 409 || status === 413 || status >= 500) return status;
+  if (status === 400 || status === 404 || status === 403) return errors.includes(422) ? 422 : errors.includes(400) ? 400 : status;
+  if (status === 422 && errors.includes(400)) return 400;
+  return status;
+}
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
@@ -74,21 +98,26 @@ function attributePairs(raw: string | null): Record<string, string> | undefined 
   return { ...out };
 }
 
-/** The user as the wire API shows it (with the hosted service's notification fields at their defaults). */
 /** A boost as the hosted service's `PointsBoost` (without the engine's `userId`). */
 const wireBoost = ({ userId: _userId, ...boost }: PointsBoost) => boost;
 
-function wireUser(user: UserRecord) {
-  return { ...user, attributes: { ...user.attributes }, deviceTokens: [], subscribeToEmails: true, control: user.control === true };
+/** The user's boosts (as `wireAward` looks them up for each award boost's `start`, `end` and `rounding`). */
+const asUserBoosts = (boosts: readonly PointsBoost[], system: string): UserBoost[] => boosts.map((b) => ({ id: b.id, system, name: b.name, start: b.start, end: b.end, multiplier: b.multiplier, rounding: b.rounding }));
+
+/** Preferences as the hosted service's `UserPreferencesResponse` (streak `mode` any/all is `evaluationMode` OR/AND). */
+function wirePreferences(p: PreferencesView) {
+  if (!p.streak) return { notifications: p.notifications };
+  const { enabled, mode, metrics } = p.streak;
+  return { notifications: p.notifications, streak: { enabled, evaluationMode: mode === 'all' ? 'AND' : 'OR', metrics } };
 }
 
-function wireEvent(res: EventResponse) {
-  const leaderboards: Record<string, unknown> = {};
-  for (const [key, b] of Object.entries(res.leaderboards)) {
-    const attr = b.breakdownAttributes[0] ?? null;
-    leaderboards[key] = { ...b, breakdownAttribute: attr, breakdownAttributeValue: attr === null ? null : (b.userAttributes[attr] ?? null) };
-  }
-  return { ...res, leaderboards };
+/** An `UpdateUserPreferencesRequest` as the engine's patch (unknown fields are passed on, for the engine to refuse). */
+function preferencesPatch(body: Record<string, unknown>): PreferencesPatch {
+  const { streak, ...rest } = body;
+  if (typeof streak !== 'object' || streak === null || Array.isArray(streak)) return body as PreferencesPatch;
+  const { evaluationMode, ...s } = streak as Record<string, unknown>;
+  const mode = evaluationMode === 'OR' ? 'any' : evaluationMode === 'AND' ? 'all' : evaluationMode;
+  return { ...rest, streak: { ...s, ...(evaluationMode === undefined ? {} : { mode }) } } as PreferencesPatch;
 }
 
 function userInput(body: Record<string, unknown>, id?: string): UserInput {
@@ -105,8 +134,10 @@ function userInput(body: Record<string, unknown>, id?: string): UserInput {
 
 /**
  * Creates the HTTP handler. Every request needs a valid `X-API-KEY` (401 otherwise); engine errors map to
- * their suggested statuses with body `{ "error": message }`; malformed JSON, wrong content types and bad
- * query parameters are 400, oversized bodies 413, unknown routes 404, wrong methods 405.
+ * their suggested statuses with body `{ "error": message }`, narrowed to the statuses each operation of the
+ * hosted service's application API documents (see `documentedStatus`): malformed JSON, wrong content types
+ * and bad parameters are 400 where the operation lists 400, else 422; oversized bodies 413, unknown routes
+ * 404, wrong methods 405.
  *
  * @example
  * ```ts
@@ -121,7 +152,43 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
   const maxBody = options.maxBodyBytes ?? 65_536;
   const keyDigests = (Array.isArray(options.apiKeys) ? options.apiKeys : []).filter((k): k is string => typeof k === 'string' && k.length > 0).map(digest);
   if (keyDigests.length === 0 && !options.verifyApiKey) throw new ValidationError('createHttpHandler needs apiKeys or verifyApiKey', [{ path: ['apiKeys'], message: 'at least one key, or verifyApiKey' }]);
-  const startedAt = new Date().toISOString();
+  const systems = new Map(e.config.pointsSystems.map((s) => [s.key, s]));
+  const boards = new Map(e.config.leaderboards.map((b) => [b.key, b]));
+
+  /** Awards as the hosted service's `PointsAward`s: triggers and boosts in full (see `wireAward`). */
+  async function wireAwards(userId: string, key: string, awards: readonly Award[]) {
+    const system = systems.get(key);
+    if (!system) return awards;
+    const mine = awards.some((a) => (a.boosts?.length ?? 0) > 0) ? asUserBoosts(await e.getUserBoosts(userId, key), key).filter((b) => !system.boosts.some((c) => c.id === b.id)) : [];
+    return awards.map((a) => wireAward(system, a, mine));
+  }
+
+  /** A board's answer with the `LeaderboardResponse` fields it lacks (`status`, `breakdownAttribute`, ...); its own win. */
+  const withBoard = <T extends { key: string }>(b: T, status: string) => {
+    const c = boards.get(b.key);
+    return c ? { ...wireBoard(c, status), ...b } : b;
+  };
+
+  /** The points of an event or a completion, each award in full. */
+  async function wirePoints(userId: string, points: Record<string, EventPoints>) {
+    const out: Record<string, unknown> = {};
+    for (const [key, p] of Object.entries(points)) out[key] = { ...p, awards: await wireAwards(userId, key, p.awards) };
+    return out;
+  }
+
+  async function wireEvent(res: EventResponse, userId: string) {
+    const leaderboards: Record<string, unknown> = {};
+    for (const [key, b] of Object.entries(res.leaderboards)) {
+      const attr = b.breakdownAttributes[0];
+      const value = attr === undefined ? undefined : b.userAttributes[attr];
+      // `breakdownAttributeValue` is a string when present (the schema has no null).
+      leaderboards[key] = { ...withBoard(b, 'active'), ...(value === undefined ? {} : { breakdownAttributeValue: value }) };
+    }
+    return { ...res, points: await wirePoints(userId, res.points), leaderboards };
+  }
+
+  /** A board's status now (`active`, `scheduled`, `finished`, or `inactive` for one switched off). */
+  const statusOf = async (key: string) => (await e.listLeaderboards({ includeFinished: true, includeInactive: true })).find((b) => b.key === key)?.status ?? 'active';
 
   async function authorised(request: Request): Promise<boolean> {
     const key = request.headers.get('x-api-key');
@@ -168,8 +235,9 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
   const recordEvent = async ({ request, params, body }: Context) => {
     const b = await body();
     const idempotencyKey = request.headers.get('idempotency-key') ?? undefined;
-    const res = await e.recordEvent(params.key as string, { user: userInput((b.user ?? null) as Record<string, unknown>), value: b.value as number, ...(b.attributes !== undefined ? { attributes: b.attributes as Record<string, string> } : {}) }, idempotencyKey ? { idempotencyKey } : {});
-    return json(res.idempotentReplayed ? 202 : 201, wireEvent(res));
+    const user = userInput((b.user ?? null) as Record<string, unknown>);
+    const res = await e.recordEvent(params.key as string, { user, value: b.value as number, ...(b.attributes !== undefined ? { attributes: b.attributes as Record<string, string> } : {}) }, idempotencyKey ? { idempotencyKey } : {});
+    return json(res.idempotentReplayed ? 202 : 201, await wireEvent(res, user.id));
   };
 
   const summaryOptions = (url: URL) => ({
@@ -179,16 +247,35 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
   });
 
   const routes: Route[] = [
-    { method: 'POST', pattern: ['metrics', ':key', 'event'], run: recordEvent },
-    { method: 'POST', pattern: ['users'], run: async ({ body }) => json(201, wireUser(await e.identifyUser(userInput(await body())))) },
-    { method: 'GET', pattern: ['users', ':id'], run: async ({ params }) => json(200, wireUser(await e.getUser(params.id as string))) },
-    { method: 'PUT', pattern: ['users', ':id'], run: async ({ params, body }) => json(200, wireUser(await e.identifyUser(userInput(await body(), params.id)))) },
+    // 404 (unknown metric) is Laurel's addition to the documented statuses; so is 202 (idempotent replay).
+    { method: 'POST', pattern: ['metrics', ':key', 'event'], errors: [400, 401, 404, 422], run: recordEvent },
+    { method: 'POST', pattern: ['users'], errors: [400, 401, 422], run: async ({ body }) => json(201, wireUser(await e.identifyUser(userInput(await body())))) },
+    // The operation documents no 404: an unknown user is 422.
+    { method: 'GET', pattern: ['users', ':id'], errors: [400, 401, 422], run: async ({ params }) => json(200, wireUser(await e.getUser(params.id as string))) },
+    { method: 'PUT', pattern: ['users', ':id'], errors: [400, 401, 422], run: async ({ params, body }) => json(200, wireUser(await e.identifyUser(userInput(await body(), params.id)))) },
     {
       method: 'PATCH',
       pattern: ['users', ':id'],
+      errors: [400, 401, 404, 422],
       run: async ({ params, body }) => {
         const { id: _ignored, ...patch } = userInput(await body(), params.id);
         return json(200, wireUser(await e.updateUser(params.id as string, patch)));
+      },
+    },
+    { method: 'GET', pattern: ['users', ':id', 'preferences'], run: async ({ params }) => json(200, wirePreferences(await e.getPreferences(params.id as string))) },
+    {
+      method: 'PATCH',
+      pattern: ['users', ':id', 'preferences'],
+      errors: [401, 403, 404, 422],
+      run: async ({ params, body }) => {
+        const patch = preferencesPatch(await body());
+        const s = patch.streak;
+        // Streak mode and metrics need streak customization: 403, as the operation documents.
+        if (typeof s === 'object' && s !== null && ((s.mode !== undefined && s.mode !== null) || (s.metrics !== undefined && s.metrics !== null)) && !e.config.streak?.customization) {
+          await e.getPreferences(params.id as string); // an unknown user is still 404
+          throw new HttpError(403, 'Streak customization is not enabled: configure `streak.customization`');
+        }
+        return json(200, wirePreferences((await e.updatePreferences(params.id as string, patch)).preferences));
       },
     },
     { method: 'GET', pattern: ['users', ':id', 'metrics'], run: async ({ params }) => json(200, (await e.getUserMetrics(params.id as string)).map((m) => ({ ...m, status: 'active' }))) },
@@ -217,7 +304,8 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       pattern: ['users', ':id', 'points', ':key'],
       run: async ({ params, url }) => {
         const awards = intParam(url, 'awards');
-        return json(200, await e.getPointsSummary(params.id as string, params.key as string, awards === undefined ? {} : { awards }));
+        const summary = await e.getPointsSummary(params.id as string, params.key as string, awards === undefined ? {} : { awards });
+        return json(200, { ...summary, awards: await wireAwards(params.id as string, params.key as string, summary.awards) });
       },
     },
     { method: 'GET', pattern: ['users', ':id', 'points', ':key', 'event-summary'], run: async ({ params, url }) => json(200, await e.getPointsEventSummary(params.id as string, params.key as string, summaryOptions(url))) },
@@ -229,7 +317,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
         const numEvents = intParam(url, 'numEvents');
         const run = url.searchParams.get('run') ?? undefined;
         const board = await e.getUserLeaderboard(params.id as string, params.key as string, { ...(run ? { run } : {}), ...(numEvents === undefined ? {} : { numEvents }) });
-        return json(200, { ...board, history: board.history.map((h) => ({ ...h, timestamp: `${h.date}T00:00:00.000Z` })) });
+        return json(200, { ...withBoard(board, await statusOf(board.key)), history: board.history.map((h) => ({ ...h, timestamp: `${h.date}T00:00:00.000Z` })) });
       },
     },
     {
@@ -248,17 +336,29 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     {
       method: 'GET',
       pattern: ['achievements'],
+      errors: [401, 422],
       run: async ({ url }) => {
         const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
         return json(200, await e.listAchievements(userAttributes ? { userAttributes } : {}));
       },
     },
-    { method: 'POST', pattern: ['achievements', ':key', 'complete'], run: async ({ params, body }) => json(201, await e.completeAchievement(params.key as string, { user: userInput(((await body()).user ?? null) as Record<string, unknown>) })) },
+    {
+      method: 'POST',
+      pattern: ['achievements', ':key', 'complete'],
+      run: async ({ params, body }) => {
+        const user = userInput(((await body()).user ?? null) as Record<string, unknown>);
+        const done = await e.completeAchievement(params.key as string, { user });
+        return json(201, { ...done, points: await wirePoints(user.id, done.points) });
+      },
+    },
     {
       method: 'GET',
       pattern: ['streaks'],
+      errors: [401, 422],
       run: async ({ url }) => {
+        // Repeated `userIds` (the schema's array) or one comma-separated value (the spec's example).
         const ids = url.searchParams.getAll('userIds').flatMap((v) => v.split(',')).filter((v) => v !== '');
+        if (ids.length === 0) throw new ValidationError('userIds is required', [{ path: ['userIds'], message: 'is required' }]);
         if (ids.length > 100) throw new ValidationError('userIds: at most 100 user ids', [{ path: ['userIds'], message: 'at most 100' }]);
         return json(200, await e.getStreaks(ids));
       },
@@ -266,13 +366,15 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     {
       method: 'GET',
       pattern: ['points', ':key'],
+      errors: [401, 404],
       run: async ({ params }) => {
         const system = await e.getPointsSystem(params.key as string);
-        return json(200, { ...system, triggers: system.triggers.map((t) => ({ ...t, status: 'active', created: startedAt, updated: startedAt })) });
+        const compiled = systems.get(system.key);
+        return json(200, { ...system, triggers: compiled ? system.triggers.map((t) => wireTrigger(compiled, t)) : system.triggers });
       },
     },
-    { method: 'GET', pattern: ['points', ':key', 'boosts'], run: async ({ params, url }) => json(200, (await e.listBoosts(params.key as string, { includeFinished: url.searchParams.get('includeFinished') === 'true' })).map(wireBoost)) },
-    { method: 'GET', pattern: ['points', ':key', 'levels'], run: async ({ params }) => json(200, await e.getLevels(params.key as string)) },
+    { method: 'GET', pattern: ['points', ':key', 'boosts'], errors: [401, 404], run: async ({ params, url }) => json(200, (await e.listBoosts(params.key as string, { includeFinished: url.searchParams.get('includeFinished') === 'true' })).map(wireBoost)) },
+    { method: 'GET', pattern: ['points', ':key', 'levels'], errors: [401, 404], run: async ({ params }) => json(200, await e.getLevels(params.key as string)) },
     { method: 'GET', pattern: ['points', ':key', 'level-summary'], run: async ({ params }) => json(200, await e.getLevelSummary(params.key as string)) },
     {
       method: 'GET',
@@ -285,7 +387,8 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     {
       method: 'GET',
       pattern: ['leaderboards'],
-      run: async ({ url }) => json(200, await e.listLeaderboards({ includeFinished: url.searchParams.get('includeFinished') === 'true', includeInactive: url.searchParams.get('includeInactive') === 'true' })),
+      errors: [401, 422],
+      run: async ({ url }) => json(200, (await e.listLeaderboards({ includeFinished: url.searchParams.get('includeFinished') === 'true', includeInactive: url.searchParams.get('includeInactive') === 'true' })).map((b) => withBoard(b, b.status))),
     },
     {
       method: 'GET',
@@ -296,7 +399,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
         const run = url.searchParams.get('run') ?? undefined;
         const userId = url.searchParams.get('userId') ?? undefined;
         const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
-        return json(200, await e.getLeaderboard(params.key as string, { ...(offset === undefined ? {} : { offset }), ...(limit === undefined ? {} : { limit }), ...(run ? { run } : {}), ...(userId ? { userId } : {}), ...(userAttributes ? { userAttributes } : {}) }));
+        return json(200, withBoard(await e.getLeaderboard(params.key as string, { ...(offset === undefined ? {} : { offset }), ...(limit === undefined ? {} : { limit }), ...(run ? { run } : {}), ...(userId ? { userId } : {}), ...(userAttributes ? { userAttributes } : {}) }), 'active'));
       },
     },
   ];
@@ -322,6 +425,8 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
   }
 
   return async function handle(request: Request): Promise<Response> {
+    // The documented error statuses of the matched operation (none before one matched: 401, 404, 405, 400 as they are).
+    let errors: readonly number[] | null = null;
     try {
       if (!(await authorised(request))) throw new UnauthorizedError();
       const url = new URL(request.url);
@@ -341,10 +446,11 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       const i = allowed.findIndex((r) => r.method === request.method);
       if (i < 0) throw new HttpError(405, `Method ${request.method} not allowed`, { allow: [...new Set(allowed.map((r) => r.method))].join(', ') });
       let cached: Promise<Record<string, unknown>> | undefined;
+      errors = (allowed[i] as Route).errors ?? DEFAULT_ERRORS;
       return await (allowed[i] as Route).run({ request, url, params: params[i] as Params, body: () => (cached ??= readBody(request)) });
     } catch (error) {
-      if (error instanceof HttpError) return json(error.status, { error: error.message }, error.headers);
-      if (isLaurelError(error)) return json(error.status, { error: error.message });
+      if (error instanceof HttpError) return json(errors ? documentedStatus(error.status, errors) : error.status, { error: error.message }, error.headers);
+      if (isLaurelError(error)) return json(errors ? documentedStatus(error.status, errors) : error.status, { error: error.message });
       options.onError?.(error, request);
       return json(500, { error: 'Internal server error' });
     }
