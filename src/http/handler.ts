@@ -11,6 +11,7 @@ import type { Award, EventPoints, EventResponse, PreferencesPatch, UserAchieveme
 import type { PointsBoost } from '../core/boosts.js';
 import type { PreferencesView } from '../core/operations.js';
 import { wireAward, wireBoard, wireTrigger, wireUser } from '../core/changes.js';
+import { adminRoutes } from './admin.js';
 
 export interface HttpHandlerOptions {
   /** Accepted API keys (compared in constant time). */
@@ -21,6 +22,13 @@ export interface HttpHandlerOptions {
   maxBodyBytes?: number;
   /** Called with unexpected (non-Laurel) errors before a 500 is returned. */
   onError?: (error: unknown, request: Request) => void;
+  /**
+   * Where the admin API subset is served (see `./admin.ts`; same API keys): default `/admin/v1`; null turns
+   * it off.
+   */
+  adminBasePath?: string | null;
+  /** Largest accepted admin request body in bytes (default 1 048 576: a batch of 1 000 events). */
+  adminMaxBodyBytes?: number;
 }
 
 /** A fetch-standard request handler. */
@@ -42,6 +50,8 @@ interface Context {
   url: URL;
   params: Params;
   body: () => Promise<Record<string, unknown>>;
+  /** The JSON body as any JSON value (the admin API's array bodies). */
+  raw: () => Promise<unknown>;
 }
 /**
  * A route of one operation. `errors`: the error statuses the operation documents in the hosted service's
@@ -137,7 +147,8 @@ function userInput(body: Record<string, unknown>, id?: string): UserInput {
  * their suggested statuses with body `{ "error": message }`, narrowed to the statuses each operation of the
  * hosted service's application API documents (see `documentedStatus`): malformed JSON, wrong content types
  * and bad parameters are 400 where the operation lists 400, else 422; oversized bodies 413, unknown routes
- * 404, wrong methods 405.
+ * 404, wrong methods 405. The admin API subset (`./admin.ts`) is served under `adminBasePath` (default
+ * `/admin/v1`) with the same keys.
  *
  * @example
  * ```ts
@@ -154,6 +165,9 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
   if (keyDigests.length === 0 && !options.verifyApiKey) throw new ValidationError('createHttpHandler needs apiKeys or verifyApiKey', [{ path: ['apiKeys'], message: 'at least one key, or verifyApiKey' }]);
   const systems = new Map(e.config.pointsSystems.map((s) => [s.key, s]));
   const boards = new Map(e.config.leaderboards.map((b) => [b.key, b]));
+  const adminBase = options.adminBasePath === null ? null : (options.adminBasePath ?? '/admin/v1').split('/').filter((s) => s !== '');
+  const adminMaxBody = options.adminMaxBodyBytes ?? 1_048_576;
+  const admin = adminRoutes(e);
 
   /** Awards as the hosted service's `PointsAward`s: triggers and boosts in full (see `wireAward`). */
   async function wireAwards(userId: string, key: string, awards: readonly Award[]) {
@@ -202,6 +216,12 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
   }
 
   async function readBody(request: Request): Promise<Record<string, unknown>> {
+    const parsed = await readJson(request, maxBody);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new HttpError(400, 'The JSON body must be an object');
+    return parsed as Record<string, unknown>;
+  }
+
+  async function readJson(request: Request, maxBody: number): Promise<unknown> {
     const type = request.headers.get('content-type') ?? '';
     if (!/^application\/(.+\+)?json\b/i.test(type.trim())) throw new HttpError(400, 'Content-Type must be application/json');
     const declared = Number(request.headers.get('content-length') ?? NaN);
@@ -228,8 +248,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     } catch {
       throw new HttpError(400, 'Malformed JSON body');
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new HttpError(400, 'The JSON body must be an object');
-    return parsed as Record<string, unknown>;
+    return parsed;
   }
 
   const recordEvent = async ({ request, params, body }: Context) => {
@@ -404,7 +423,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     },
   ];
 
-  function match(segments: string[]): { allowed: Route[]; params: Params[] } {
+  function match(segments: string[], routes: readonly Route[]): { allowed: Route[]; params: Params[] } {
     const allowed: Route[] = [];
     const params: Params[] = [];
     for (const route of routes) {
@@ -431,8 +450,10 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       if (!(await authorised(request))) throw new UnauthorizedError();
       const url = new URL(request.url);
       let raw = url.pathname.split('/').filter((s) => s !== '');
-      // The seed's event path lives under /api; the current API under /v1.
-      if (raw[0] === 'v1') raw = raw.slice(1);
+      const isAdmin = adminBase !== null && adminBase.length > 0 && adminBase.length < raw.length && adminBase.every((s, i) => raw[i] === s);
+      // The admin API under its base path; the seed's event path under /api; the current API under /v1.
+      if (isAdmin) raw = raw.slice((adminBase as string[]).length);
+      else if (raw[0] === 'v1') raw = raw.slice(1);
       else if (raw[0] === 'api' && raw[1] === 'metrics') raw = raw.slice(1);
       else throw new HttpError(404, `No route for ${url.pathname}`);
       let segments: string[];
@@ -441,13 +462,14 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       } catch {
         throw new HttpError(400, 'Malformed percent-encoding in the path');
       }
-      const { allowed, params } = match(segments);
+      const { allowed, params } = match(segments, isAdmin ? admin : routes);
       if (allowed.length === 0) throw new HttpError(404, `No route for ${request.method} ${url.pathname}`);
       const i = allowed.findIndex((r) => r.method === request.method);
       if (i < 0) throw new HttpError(405, `Method ${request.method} not allowed`, { allow: [...new Set(allowed.map((r) => r.method))].join(', ') });
       let cached: Promise<Record<string, unknown>> | undefined;
+      let cachedRaw: Promise<unknown> | undefined;
       errors = (allowed[i] as Route).errors ?? DEFAULT_ERRORS;
-      return await (allowed[i] as Route).run({ request, url, params: params[i] as Params, body: () => (cached ??= readBody(request)) });
+      return await (allowed[i] as Route).run({ request, url, params: params[i] as Params, body: () => (cached ??= readBody(request)), raw: () => (cachedRaw ??= readJson(request, isAdmin ? adminMaxBody : maxBody)) });
     } catch (error) {
       if (error instanceof HttpError) return json(errors ? documentedStatus(error.status, errors) : error.status, { error: error.message }, error.headers);
       if (isLaurelError(error)) return json(errors ? documentedStatus(error.status, errors) : error.status, { error: error.message });
