@@ -3,19 +3,14 @@
  * OpenAPI description (vendored in test/fixtures/openapi), over a long random scenario (many users, clock
  * moves, operator operations, sweeps) that emits all 18 types, on the memory store and PostgreSQL.
  */
-import { readFileSync } from 'node:fs';
-import Ajv2020 from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { CHANGE_TYPES, defineConfig } from '../src/index.js';
 import { allChanges, DAY, HOUR } from './helpers.js';
+import { openapi } from './openapi.js';
 import { onEachStore, setupOn } from './stores.js';
 
-const spec = JSON.parse(readFileSync(new URL('./fixtures/openapi/application.json', import.meta.url), 'utf8')) as Record<string, unknown>;
-const ajv = new Ajv2020({ strict: false, allErrors: true });
-addFormats(ajv);
-ajv.addSchema(spec, 'application.json');
+const { ajv } = openapi('application.json');
 
 /** The validator of one webhook type's request body. */
 export function webhookValidator(type: string) {

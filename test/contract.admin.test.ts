@@ -9,24 +9,14 @@
  * Configuration writes answer 405 (not a status admin.json lists: configuration is code in Laurel) with an
  * `AdminErrorBody`; one check per such operation. Not served (404): application API keys and tenants.
  */
-import { readFileSync } from 'node:fs';
-import Ajv2020 from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, defineConfig } from '../src/index.js';
 import { createHttpHandler } from '../src/http.js';
 import { createMemoryStore } from '../src/memory.js';
+import { openapi, type Json, type Operation } from './openapi.js';
 
-type Json = Record<string, unknown>;
-type Operation = { parameters?: Json[]; requestBody?: Json; responses: Record<string, Json> };
 
-const spec = JSON.parse(readFileSync(new URL('./fixtures/openapi/admin.json', import.meta.url), 'utf8')) as { paths: Record<string, Record<string, Operation>> };
-const ajv = new Ajv2020({ strict: false, allErrors: true });
-addFormats(ajv);
-ajv.addSchema(spec, 'admin.json');
-
-const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
-const OPERATIONS = Object.entries(spec.paths).flatMap(([path, item]) => Object.keys(item).filter((m) => METHODS.includes(m)).map((m) => `${m.toUpperCase()} ${path}`));
+const { spec, ajv, operations: OPERATIONS } = openapi('admin.json');
 
 /** The operations served. */
 const SERVED = [

@@ -20,25 +20,14 @@
  * replay of `POST /metrics/{key}/event` (the service's idempotency page documents it) and `404` for an
  * unknown metric there.
  */
-import { readFileSync } from 'node:fs';
-import Ajv2020 from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, defineConfig } from '../src/index.js';
 import { createHttpHandler } from '../src/http.js';
 import { createMemoryStore } from '../src/memory.js';
+import { openapi, type Json, type Operation } from './openapi.js';
 
-type Json = Record<string, unknown>;
-type Operation = { parameters?: Json[]; requestBody?: Json; responses: Record<string, Json> };
 
-const spec = JSON.parse(readFileSync(new URL('./fixtures/openapi/application.json', import.meta.url), 'utf8')) as { paths: Record<string, Record<string, Operation>> };
-const ajv = new Ajv2020({ strict: false, allErrors: true });
-addFormats(ajv);
-ajv.addSchema(spec, 'application.json');
-
-const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
-/** Every operation of the spec, as `METHOD /path/{template}`. */
-const OPERATIONS = Object.entries(spec.paths).flatMap(([path, item]) => Object.keys(item).filter((m) => METHODS.includes(m)).map((m) => `${m.toUpperCase()} ${path}`));
+const { spec, ajv, operations: OPERATIONS } = openapi('application.json');
 const operation = (op: string): Operation => {
   const [method, path] = op.split(' ') as [string, string];
   const found = spec.paths[path]?.[method.toLowerCase()];
