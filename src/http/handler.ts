@@ -12,12 +12,19 @@ import type { PointsBoost } from '../core/boosts.js';
 import type { PreferencesView } from '../core/operations.js';
 import { wireAward, wireBoard, wireTrigger, wireUser } from '../core/changes.js';
 import { adminRoutes } from './admin.js';
+import { applicationKeyVerifier, type ApplicationKeysOptions } from './keys.js';
 
 export interface HttpHandlerOptions {
   /** Accepted API keys (compared in constant time). */
   apiKeys?: readonly string[];
   /** Custom key check, used instead of (or as well as) `apiKeys`. */
   verifyApiKey?: (key: string) => boolean | Promise<boolean>;
+  /**
+   * Per-user application keys (`app_<prefix>.<body>`, made by `createApplicationKey`): `secret` and a
+   * `lookup(prefix)` into the app's own store (or `records` in memory). Such a key reads and writes only its
+   * own user's resources and reads public configuration and rankings; anything else is 403.
+   */
+  applicationKeys?: ApplicationKeysOptions;
   /** Largest accepted request body in bytes (default 65 536); larger bodies get 413. */
   maxBodyBytes?: number;
   /** Called with unexpected (non-Laurel) errors before a 500 is returned. */
@@ -44,6 +51,16 @@ class HttpError extends Error {
   }
 }
 
+/** A per-user key outside its scope: 403 as is, whether or not the operation documents 403. */
+class ForbiddenError extends HttpError {
+  constructor(message = 'This application key may only act on behalf of its own user') {
+    super(403, message);
+  }
+}
+
+/** Who a request acts for: a server key (everything) or a per-user application key (its user only). */
+type Principal = { kind: 'server' } | { kind: 'user'; userId: string };
+
 type Params = Record<string, string>;
 interface Context {
   request: Request;
@@ -54,11 +71,17 @@ interface Context {
   raw: () => Promise<unknown>;
 }
 /**
+ * What a per-user application key may do on a route: `public` (configuration and rankings, any key), `path`
+ * (the path's `:id` is the key's user), `body` (the body's `id`), `body.user` (the body's `user.id`),
+ * `userIds` (every `userIds` value). Without `user`, a route is for server keys only.
+ */
+type Access = 'public' | 'path' | 'body' | 'body.user' | 'userIds';
+/**
  * A route of one operation. `errors`: the error statuses the operation documents in the hosted service's
  * OpenAPI description (application.json 1.21.1); any other 4xx is answered as the nearest documented one
- * (see {@link documentedStatus}). Default: 401, 404 and 422.
+ * (see {@link documentedStatus}). Default: 401, 404 and 422. `user`: see {@link Access}.
  */
-type Route = { method: string; pattern: string[]; errors?: readonly number[]; run: (ctx: Context) => Promise<Response> };
+type Route = { method: string; pattern: string[]; errors?: readonly number[]; user?: Access; run: (ctx: Context) => Promise<Response> };
 
 const DEFAULT_ERRORS: readonly number[] = [401, 404, 422];
 
@@ -162,7 +185,8 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
   options = options ?? {};
   const maxBody = options.maxBodyBytes ?? 65_536;
   const keyDigests = (Array.isArray(options.apiKeys) ? options.apiKeys : []).filter((k): k is string => typeof k === 'string' && k.length > 0).map(digest);
-  if (keyDigests.length === 0 && !options.verifyApiKey) throw new ValidationError('createHttpHandler needs apiKeys or verifyApiKey', [{ path: ['apiKeys'], message: 'at least one key, or verifyApiKey' }]);
+  const verifyApplicationKey = options.applicationKeys === undefined ? null : applicationKeyVerifier(options.applicationKeys);
+  if (keyDigests.length === 0 && !options.verifyApiKey && !verifyApplicationKey) throw new ValidationError('createHttpHandler needs apiKeys or verifyApiKey', [{ path: ['apiKeys'], message: 'at least one key, or verifyApiKey' }]);
   const systems = new Map(e.config.pointsSystems.map((s) => [s.key, s]));
   const boards = new Map(e.config.leaderboards.map((b) => [b.key, b]));
   const adminBase = options.adminBasePath === null ? null : (options.adminBasePath ?? '/admin/v1').split('/').filter((s) => s !== '');
@@ -204,15 +228,45 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
   /** A board's status now (`active`, `scheduled`, `finished`, or `inactive` for one switched off). */
   const statusOf = async (key: string) => (await e.listLeaderboards({ includeFinished: true, includeInactive: true })).find((b) => b.key === key)?.status ?? 'active';
 
-  async function authorised(request: Request): Promise<boolean> {
+  async function authorised(request: Request): Promise<Principal | null> {
     const key = request.headers.get('x-api-key');
-    if (!key) return false;
+    if (!key) return null;
     const d = digest(key);
     let ok = false;
     // Compare against every key, always, so timing says nothing about which one (or whether one) matched.
     for (const k of keyDigests) ok = timingSafeEqual(d, k) || ok;
-    if (!ok && options.verifyApiKey) ok = (await options.verifyApiKey(key)) === true;
-    return ok;
+    if (ok) return { kind: 'server' };
+    // A per-user key (its record looked up by prefix, its HMAC compared in constant time; see ./keys.ts).
+    const app = verifyApplicationKey ? await verifyApplicationKey(key) : null;
+    if (app) return { kind: 'user', userId: app.userId };
+    if (options.verifyApiKey && (await options.verifyApiKey(key)) === true) return { kind: 'server' };
+    return null;
+  }
+
+  /** Refuses (403) a per-user key outside its user on `route`; server keys pass. */
+  async function checkScope(principal: Principal, route: Route, ctx: Context): Promise<void> {
+    if (principal.kind === 'server' || route.user === 'public') return;
+    const own = principal.userId;
+    const idOf = (v: unknown) => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>).id : undefined);
+    switch (route.user) {
+      case 'path':
+        if (ctx.params.id === own) return;
+        break;
+      case 'body':
+        if (idOf(await ctx.body()) === own) return;
+        break;
+      case 'body.user':
+        if (idOf((await ctx.body()).user) === own) return;
+        break;
+      case 'userIds': {
+        const ids = ctx.url.searchParams.getAll('userIds').flatMap((v) => v.split(',')).filter((v) => v !== '');
+        if (ids.every((id) => id === own)) return; // none at all: the route's own 422
+        break;
+      }
+      default:
+        throw new ForbiddenError('Application keys may not use this operation');
+    }
+    throw new ForbiddenError();
   }
 
   async function readBody(request: Request): Promise<Record<string, unknown>> {
@@ -267,24 +321,26 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
 
   const routes: Route[] = [
     // 404 (unknown metric) is Laurel's addition to the documented statuses; so is 202 (idempotent replay).
-    { method: 'POST', pattern: ['metrics', ':key', 'event'], errors: [400, 401, 404, 422], run: recordEvent },
-    { method: 'POST', pattern: ['users'], errors: [400, 401, 422], run: async ({ body }) => json(201, wireUser(await e.identifyUser(userInput(await body())))) },
+    { method: 'POST', pattern: ['metrics', ':key', 'event'], user: 'body.user', errors: [400, 401, 404, 422], run: recordEvent },
+    { method: 'POST', pattern: ['users'], user: 'body', errors: [400, 401, 422], run: async ({ body }) => json(201, wireUser(await e.identifyUser(userInput(await body())))) },
     // The operation documents no 404: an unknown user is 422.
-    { method: 'GET', pattern: ['users', ':id'], errors: [400, 401, 422], run: async ({ params }) => json(200, wireUser(await e.getUser(params.id as string))) },
-    { method: 'PUT', pattern: ['users', ':id'], errors: [400, 401, 422], run: async ({ params, body }) => json(200, wireUser(await e.identifyUser(userInput(await body(), params.id)))) },
+    { method: 'GET', pattern: ['users', ':id'], user: 'path', errors: [400, 401, 422], run: async ({ params }) => json(200, wireUser(await e.getUser(params.id as string))) },
+    { method: 'PUT', pattern: ['users', ':id'], user: 'path', errors: [400, 401, 422], run: async ({ params, body }) => json(200, wireUser(await e.identifyUser(userInput(await body(), params.id)))) },
     {
       method: 'PATCH',
       pattern: ['users', ':id'],
+      user: 'path',
       errors: [400, 401, 404, 422],
       run: async ({ params, body }) => {
         const { id: _ignored, ...patch } = userInput(await body(), params.id);
         return json(200, wireUser(await e.updateUser(params.id as string, patch)));
       },
     },
-    { method: 'GET', pattern: ['users', ':id', 'preferences'], run: async ({ params }) => json(200, wirePreferences(await e.getPreferences(params.id as string))) },
+    { method: 'GET', pattern: ['users', ':id', 'preferences'], user: 'path', run: async ({ params }) => json(200, wirePreferences(await e.getPreferences(params.id as string))) },
     {
       method: 'PATCH',
       pattern: ['users', ':id', 'preferences'],
+      user: 'path',
       errors: [401, 403, 404, 422],
       run: async ({ params, body }) => {
         const patch = preferencesPatch(await body());
@@ -297,12 +353,13 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
         return json(200, wirePreferences((await e.updatePreferences(params.id as string, patch)).preferences));
       },
     },
-    { method: 'GET', pattern: ['users', ':id', 'metrics'], run: async ({ params }) => json(200, (await e.getUserMetrics(params.id as string)).map((m) => ({ ...m, status: 'active' }))) },
-    { method: 'GET', pattern: ['users', ':id', 'metrics', ':key'], run: async ({ params }) => json(200, { ...(await e.getUserMetric(params.id as string, params.key as string)), status: 'active' }) },
-    { method: 'GET', pattern: ['users', ':id', 'metrics', ':key', 'event-summary'], run: async ({ params, url }) => json(200, await e.getMetricEventSummary(params.id as string, params.key as string, summaryOptions(url))) },
+    { method: 'GET', pattern: ['users', ':id', 'metrics'], user: 'path', run: async ({ params }) => json(200, (await e.getUserMetrics(params.id as string)).map((m) => ({ ...m, status: 'active' }))) },
+    { method: 'GET', pattern: ['users', ':id', 'metrics', ':key'], user: 'path', run: async ({ params }) => json(200, { ...(await e.getUserMetric(params.id as string, params.key as string)), status: 'active' }) },
+    { method: 'GET', pattern: ['users', ':id', 'metrics', ':key', 'event-summary'], user: 'path', run: async ({ params, url }) => json(200, await e.getMetricEventSummary(params.id as string, params.key as string, summaryOptions(url))) },
     {
       method: 'GET',
       pattern: ['users', ':id', 'achievements'],
+      user: 'path',
       run: async ({ params, url }) => {
         const mine = await e.getUserAchievements(params.id as string, { includeIncomplete: url.searchParams.get('includeIncomplete') === 'true' });
         // The hosted API's user achievements carry each achievement's completions and rarity too.
@@ -313,6 +370,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     {
       method: 'GET',
       pattern: ['users', ':id', 'streak'],
+      user: 'path',
       run: async ({ params, url }) => {
         const historyPeriods = intParam(url, 'historyPeriods');
         return json(200, await e.getStreak(params.id as string, historyPeriods === undefined ? {} : { historyPeriods }));
@@ -321,17 +379,19 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     {
       method: 'GET',
       pattern: ['users', ':id', 'points', ':key'],
+      user: 'path',
       run: async ({ params, url }) => {
         const awards = intParam(url, 'awards');
         const summary = await e.getPointsSummary(params.id as string, params.key as string, awards === undefined ? {} : { awards });
         return json(200, { ...summary, awards: await wireAwards(params.id as string, params.key as string, summary.awards) });
       },
     },
-    { method: 'GET', pattern: ['users', ':id', 'points', ':key', 'event-summary'], run: async ({ params, url }) => json(200, await e.getPointsEventSummary(params.id as string, params.key as string, summaryOptions(url))) },
-    { method: 'GET', pattern: ['users', ':id', 'points', ':key', 'boosts'], run: async ({ params }) => json(200, (await e.getUserBoosts(params.id as string, params.key as string)).map(wireBoost)) },
+    { method: 'GET', pattern: ['users', ':id', 'points', ':key', 'event-summary'], user: 'path', run: async ({ params, url }) => json(200, await e.getPointsEventSummary(params.id as string, params.key as string, summaryOptions(url))) },
+    { method: 'GET', pattern: ['users', ':id', 'points', ':key', 'boosts'], user: 'path', run: async ({ params }) => json(200, (await e.getUserBoosts(params.id as string, params.key as string)).map(wireBoost)) },
     {
       method: 'GET',
       pattern: ['users', ':id', 'leaderboards', ':key'],
+      user: 'path',
       run: async ({ params, url }) => {
         const numEvents = intParam(url, 'numEvents');
         const run = url.searchParams.get('run') ?? undefined;
@@ -342,6 +402,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     {
       method: 'GET',
       pattern: ['users', ':id', 'wrapped'],
+      user: 'path',
       run: async ({ params, url }) => {
         const year = intParam(url, 'year');
         const { user, activity: a } = await e.getWrapped(params.id as string, year === undefined ? {} : { year });
@@ -355,6 +416,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     {
       method: 'GET',
       pattern: ['achievements'],
+      user: 'public',
       errors: [401, 422],
       run: async ({ url }) => {
         const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
@@ -364,6 +426,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     {
       method: 'POST',
       pattern: ['achievements', ':key', 'complete'],
+      user: 'body.user',
       run: async ({ params, body }) => {
         const user = userInput(((await body()).user ?? null) as Record<string, unknown>);
         const done = await e.completeAchievement(params.key as string, { user });
@@ -373,6 +436,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     {
       method: 'GET',
       pattern: ['streaks'],
+      user: 'userIds',
       errors: [401, 422],
       run: async ({ url }) => {
         // Repeated `userIds` (the schema's array) or one comma-separated value (the spec's example).
@@ -385,6 +449,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     {
       method: 'GET',
       pattern: ['points', ':key'],
+      user: 'public',
       errors: [401, 404],
       run: async ({ params }) => {
         const system = await e.getPointsSystem(params.key as string);
@@ -392,12 +457,13 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
         return json(200, { ...system, triggers: compiled ? system.triggers.map((t) => wireTrigger(compiled, t)) : system.triggers });
       },
     },
-    { method: 'GET', pattern: ['points', ':key', 'boosts'], errors: [401, 404], run: async ({ params, url }) => json(200, (await e.listBoosts(params.key as string, { includeFinished: url.searchParams.get('includeFinished') === 'true' })).map(wireBoost)) },
-    { method: 'GET', pattern: ['points', ':key', 'levels'], errors: [401, 404], run: async ({ params }) => json(200, await e.getLevels(params.key as string)) },
-    { method: 'GET', pattern: ['points', ':key', 'level-summary'], run: async ({ params }) => json(200, await e.getLevelSummary(params.key as string)) },
+    { method: 'GET', pattern: ['points', ':key', 'boosts'], user: 'public', errors: [401, 404], run: async ({ params, url }) => json(200, (await e.listBoosts(params.key as string, { includeFinished: url.searchParams.get('includeFinished') === 'true' })).map(wireBoost)) },
+    { method: 'GET', pattern: ['points', ':key', 'levels'], user: 'public', errors: [401, 404], run: async ({ params }) => json(200, await e.getLevels(params.key as string)) },
+    { method: 'GET', pattern: ['points', ':key', 'level-summary'], user: 'public', run: async ({ params }) => json(200, await e.getLevelSummary(params.key as string)) },
     {
       method: 'GET',
       pattern: ['points', ':key', 'summary'],
+      user: 'public',
       run: async ({ params, url }) => {
         const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
         return json(200, await e.getPointsHistogram(params.key as string, userAttributes ? { userAttributes } : {}));
@@ -406,12 +472,14 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     {
       method: 'GET',
       pattern: ['leaderboards'],
+      user: 'public',
       errors: [401, 422],
       run: async ({ url }) => json(200, (await e.listLeaderboards({ includeFinished: url.searchParams.get('includeFinished') === 'true', includeInactive: url.searchParams.get('includeInactive') === 'true' })).map((b) => withBoard(b, b.status))),
     },
     {
       method: 'GET',
       pattern: ['leaderboards', ':key'],
+      user: 'public',
       run: async ({ params, url }) => {
         const offset = intParam(url, 'offset');
         const limit = intParam(url, 'limit');
@@ -447,11 +515,14 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     // The documented error statuses of the matched operation (none before one matched: 401, 404, 405, 400 as they are).
     let errors: readonly number[] | null = null;
     try {
-      if (!(await authorised(request))) throw new UnauthorizedError();
+      const principal = await authorised(request);
+      if (!principal) throw new UnauthorizedError();
       const url = new URL(request.url);
       let raw = url.pathname.split('/').filter((s) => s !== '');
       const isAdmin = adminBase !== null && adminBase.length > 0 && adminBase.length < raw.length && adminBase.every((s, i) => raw[i] === s);
       // The admin API under its base path; the seed's event path under /api; the current API under /v1.
+      // The admin API is for server keys only.
+      if (isAdmin && principal.kind === 'user') throw new ForbiddenError('Application keys may not use the admin API');
       if (isAdmin) raw = raw.slice((adminBase as string[]).length);
       else if (raw[0] === 'v1') raw = raw.slice(1);
       else if (raw[0] === 'api' && raw[1] === 'metrics') raw = raw.slice(1);
@@ -469,9 +540,11 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       let cached: Promise<Record<string, unknown>> | undefined;
       let cachedRaw: Promise<unknown> | undefined;
       errors = (allowed[i] as Route).errors ?? DEFAULT_ERRORS;
-      return await (allowed[i] as Route).run({ request, url, params: params[i] as Params, body: () => (cached ??= readBody(request)), raw: () => (cachedRaw ??= readJson(request, isAdmin ? adminMaxBody : maxBody)) });
+      const ctx: Context = { request, url, params: params[i] as Params, body: () => (cached ??= readBody(request)), raw: () => (cachedRaw ??= readJson(request, isAdmin ? adminMaxBody : maxBody)) };
+      await checkScope(principal, allowed[i] as Route, ctx);
+      return await (allowed[i] as Route).run(ctx);
     } catch (error) {
-      if (error instanceof HttpError) return json(errors ? documentedStatus(error.status, errors) : error.status, { error: error.message }, error.headers);
+      if (error instanceof HttpError) return json(errors && !(error instanceof ForbiddenError) ? documentedStatus(error.status, errors) : error.status, { error: error.message }, error.headers);
       if (isLaurelError(error)) return json(errors ? documentedStatus(error.status, errors) : error.status, { error: error.message });
       options.onError?.(error, request);
       return json(500, { error: 'Internal server error' });
