@@ -3,8 +3,8 @@
  * `describeStoreConformance` runs them under vitest; `runStoreConformance` runs them anywhere and reports.
  */
 import { isLaurelErrorCode, type LaurelErrorCode } from '../errors.js';
-import type { IdempotencyRecord, LeaderboardWrite, LedgerRow, UserState } from '../core/types.js';
-import type { BatchCommitOutcome, Commit, CommitResult, IdempotencyLookup, Store } from '../store/types.js';
+import type { ChangeEvent, IdempotencyRecord, LeaderboardWrite, LedgerRow, StoredChange, UserState } from '../core/types.js';
+import type { BatchCommitOutcome, Commit, CommitResult, IdempotencyLookup, OutboxStore, Store } from '../store/types.js';
 
 export type StoreFactory = () => Store | Promise<Store>;
 
@@ -956,7 +956,124 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
       equal(await store.listBoosts('xp', { limit: 10 }), [], 'removed by a reset');
     },
   },
+  ...outboxChecks(),
 ];
+
+/** A change event for the outbox checks. */
+const change = (id: string, userId: string | null, at = '2026-03-02T01:00:00.000Z', extra: Partial<ChangeEvent> = {}): ChangeEvent => ({ id, type: 'points.changed', userId, at, payload: { type: 'points.changed', n: id }, ...extra });
+const idsOf = (events: readonly StoredChange[]) => events.map((e) => e.id);
+
+/** Every change event of a store's outbox, `limit` at a time. */
+async function readAllChanges(store: OutboxStore, limit: number): Promise<StoredChange[]> {
+  const out: StoredChange[] = [];
+  let after: string | undefined;
+  for (let pages = 0; pages <= 10_000; pages++) {
+    const page = await store.readChanges(after === undefined ? { limit } : { after, limit });
+    assert(page.events.length <= limit, `readChanges: a page of limit ${limit} holds ${page.events.length} events`);
+    // An empty page means the end (a store may move `next` past removed events on the way).
+    if (page.events.length === 0) return out;
+    assert(typeof page.next === 'string' && page.next.length > 0, 'readChanges: next must be a cursor');
+    out.push(...page.events);
+    after = page.next;
+  }
+  throw new Error('readChanges: no end after 10,000 pages');
+}
+
+/**
+ * The checks of {@link OutboxStore} (change notifications). A store without `readChanges` keeps no outbox
+ * and passes them as not applicable; a store with it must pass every one.
+ */
+function outboxChecks(): ConformanceCheck[] {
+  const outboxOf = (store: Store): OutboxStore | null => (typeof store.readChanges === 'function' ? (store as OutboxStore) : null);
+  return [
+    {
+      name: 'outbox (OutboxStore): a commit appends its changes in order, atomically; rank_changed is completed from the commit\'s ranks; readChanges pages in commit order',
+      async run(store) {
+        const outbox = outboxOf(store);
+        if (!outbox) return;
+        const at = '2026-03-02T01:00:00.000Z';
+        await store.commit(commitOf('a', 0, { changes: [change('a1', 'a'), change('a2', 'a')], leaderboard: [write('lb|o', 'a', 5, at)] }));
+        const rank = (id: string, userId: string, cap = 10): ChangeEvent => ({ id, type: 'leaderboard.rank_changed', userId, at, payload: { type: 'leaderboard.rank_changed', leaderboard: { key: 'o' } }, rank: { index: 'lb|o', cap } });
+        // b enters above a: previous null, rank 1 (kept); c enters below the cap (rank 3 > 2: null, null: dropped).
+        await store.commit(commitOf('b', 0, { changes: [rank('b1', 'b')], leaderboard: [write('lb|o', 'b', 9, at)] }));
+        await store.commit(commitOf('c', 0, { changes: [rank('c1', 'c', 2)], leaderboard: [write('lb|o', 'c', 1, at)] }));
+        await rejectsWithConflict(store.commit(commitOf('a', 0, { changes: [change('x1', 'a')] })), 'a refused commit');
+        const all = await readAllChanges(outbox, 100);
+        equal(idsOf(all), ['a1', 'a2', 'b1'], 'events in commit order; none of a refused commit; a dropped rank event');
+        equal(canonical((all[2]?.payload as { leaderboard: unknown }).leaderboard), canonical({ key: 'o', previousRank: null, rank: 1 }), 'ranks filled');
+        equal('rank' in (all[2] as object), false, 'no rank marker stored');
+        equal(canonical(all[0]), canonical({ id: 'a1', type: 'points.changed', userId: 'a', at, payload: { type: 'points.changed', n: 'a1' }, position: all[0]?.position }), 'an event read back whole');
+        for (const limit of [1, 2, 5]) equal(idsOf(await readAllChanges(outbox, limit)), ['a1', 'a2', 'b1'], `pages of ${limit}`);
+        const first = await outbox.readChanges({ limit: 1 });
+        equal(idsOf((await outbox.readChanges({ after: first.next, limit: 10 })).events), ['a2', 'b1'], 'after a cursor');
+        await rejectsWithCode(outbox.readChanges({ after: 'not a cursor', limit: 10 }), 'VALIDATION', 'a malformed cursor');
+      },
+    },
+    {
+      name: 'outbox (OutboxStore): consumer leases: one owner at a time, expiry, advance only by the owner, release keeps the cursor',
+      async run(store) {
+        const outbox = outboxOf(store);
+        if (!outbox) return;
+        const t = (s: number) => new Date(Date.parse('2026-03-02T00:00:00.000Z') + s * 1000).toISOString();
+        equal(await outbox.claimConsumer({ consumer: 'c', owner: 'A', now: t(0), leaseMs: 10_000 }), { cursor: null }, 'a first claim');
+        equal(await outbox.claimConsumer({ consumer: 'c', owner: 'B', now: t(5), leaseMs: 10_000 }), null, 'held by another');
+        equal(await outbox.advanceConsumer({ consumer: 'c', owner: 'B', cursor: 'x', now: t(5), leaseMs: 10_000 }), false, 'advance by a non-owner');
+        equal(await outbox.advanceConsumer({ consumer: 'c', owner: 'A', cursor: 'p1', now: t(5), leaseMs: 10_000 }), true, 'advance by the owner');
+        equal(await outbox.claimConsumer({ consumer: 'c', owner: 'B', now: t(14), leaseMs: 10_000 }), null, 'the advance renewed the lease');
+        equal(await outbox.claimConsumer({ consumer: 'c', owner: 'B', now: t(15), leaseMs: 10_000 }), { cursor: 'p1' }, 'taken once ended');
+        await outbox.releaseConsumer({ consumer: 'c', owner: 'B' });
+        equal(await outbox.claimConsumer({ consumer: 'c', owner: 'A', now: t(16), leaseMs: 10_000 }), { cursor: 'p1' }, 'released: taken at once, cursor kept');
+        equal(await outbox.claimConsumer({ consumer: 'd', owner: 'B', now: t(16), leaseMs: 10_000 }), { cursor: null }, 'consumers are independent');
+      },
+    },
+    {
+      name: 'outbox (OutboxStore): marks append once (compare and set); claimDue claims due users once, earliest first, ties by code point, leased; erasure forgets events and due',
+      async run(store) {
+        const outbox = outboxOf(store);
+        if (!outbox) return;
+        const t = (m: number) => new Date(Date.parse('2026-03-02T00:00:00.000Z') + m * 60_000).toISOString();
+        const results = await Promise.all([0, 1, 2].map((i) => outbox.appendChanges({ mark: 'm', expected: null, value: `v${i}`, changes: [change(`s${i}`, null)] })));
+        equal(results.filter(Boolean).length, 1, 'one of concurrent appends wins');
+        const won = results.indexOf(true);
+        equal(await outbox.getMarks(['m', 'none']), { m: `v${won}` }, 'the winner\'s value');
+        equal(await outbox.appendChanges({ mark: 'm', expected: 'stale', value: 'w', changes: [change('s9', null)] }), false, 'a stale expectation');
+        equal(await outbox.appendChanges({ mark: 'm', expected: `v${won}`, value: 'w', changes: [change('s8', null)] }), true, 'the current expectation');
+        equal(idsOf(await readAllChanges(outbox, 100)), [`s${won}`, 's8'], 'appended only by the winners');
+        // Ties at one instant by code point (UTF-8 byte order): 'a' < 'z' < U+E000 < U+1F600.
+        for (const [id, due] of [['\u{1F600}', t(1)], ['\uE000', t(1)], ['z', t(1)], ['a', t(1)], ['early', t(0)], ['late', t(50)], ['none', null]] as const) {
+          await store.commit(commitOf(id, 0, { due }));
+        }
+        await store.commit(commitOf('a', 1, { due: t(1) }));
+        equal(await outbox.claimDue({ now: t(2), limit: 3, leaseMs: 600_000 }), ['early', 'a', 'z'], 'earliest first, ties by code point, at most limit');
+        equal(await outbox.claimDue({ now: t(2), limit: 10, leaseMs: 600_000 }), ['\uE000', '\u{1F600}'], 'the rest, each once');
+        equal(await outbox.claimDue({ now: t(9), limit: 10, leaseMs: 600_000 }), [], 'leased');
+        await store.commit(commitOf('early', 1, { due: null, changes: [change('e1', 'early')] }));
+        await store.eraseUser({ userId: 'z', expectedVersion: 1, counters: {} });
+        equal(await outbox.claimDue({ now: t(100), limit: 10, leaseMs: 600_000 }), ['a', '\uE000', '\u{1F600}', 'late'], 'leases run out; cleared and erased users are not due');
+        await store.eraseUser({ userId: 'early', expectedVersion: 2, counters: {} });
+        equal(idsOf(await readAllChanges(outbox, 100)), [`s${won}`, 's8'], 'an erasure removes the user\'s events');
+      },
+    },
+    {
+      name: 'outbox (OutboxStore): pruneChanges removes the oldest events in commit order up to the first newer one; delivery outcomes read back newest first',
+      async run(store) {
+        const outbox = outboxOf(store);
+        if (!outbox) return;
+        const day = (d: number) => `2026-03-0${d}T00:00:00.000Z`;
+        await store.commit(commitOf('p', 0, { changes: [change('p1', 'p', day(1)), change('p2', 'p', day(2))] }));
+        await store.commit(commitOf('q', 0, { changes: [change('q1', 'q', day(5)), change('q2', 'q', day(1))] }));
+        equal(await outbox.pruneChanges({ before: day(3), limit: 1 }), 1, 'at most limit');
+        equal(await outbox.pruneChanges({ before: day(3), limit: 100 }), 1, 'up to the first newer event');
+        equal(idsOf(await readAllChanges(outbox, 100)), ['q1', 'q2'], 'a late-written old-dated event stays behind a newer one');
+        const rec = (eventId: string, attempt: number, ok: boolean) => ({ consumer: 'hook', eventId, attempt, ok, status: ok ? 204 : 500, error: ok ? null : 'HTTP 500', at: day(attempt), ms: 12 });
+        await outbox.recordDeliveries([rec('q1', 1, false), rec('q1', 2, true)]);
+        await outbox.recordDeliveries([{ ...rec('q2', 3, true), consumer: 'other' }]);
+        equal(await outbox.readDeliveries({ consumer: 'hook', limit: 10 }), [rec('q1', 2, true), rec('q1', 1, false)], 'newest first, by consumer');
+        equal(await outbox.readDeliveries({ consumer: 'hook', limit: 1 }), [rec('q1', 2, true)], 'limit');
+      },
+    },
+  ];
+}
 
 /** Runs every check against fresh stores and returns the failures (empty when the store conforms). */
 export async function runStoreConformance(factory: StoreFactory): Promise<{ name: string; error: unknown }[]> {
