@@ -12,6 +12,7 @@ import { wireBoard } from '../core/changes.js';
 import { runContaining, runOf, runStatus, type Run } from '../core/leaderboards.js';
 import type { ChangeEvent, ChangeType, StoredChange } from '../core/types.js';
 import { isLaurelError, ValidationError } from '../errors.js';
+import { interruptibleWait } from './wait.js';
 import type { ChangesPage, DeliveryRecord, OutboxStore, Store } from '../store/types.js';
 
 /** A page of {@link ChangesApi.readChanges}. */
@@ -226,19 +227,7 @@ export function changesApi(deps: ChangesDeps) {
       const outbox = outboxOf(store);
       const owner = randomUUID();
       let stopped = false;
-      let wake: (() => void) | null = null;
-      const pause = (ms: number) =>
-        new Promise<void>((resolve) => {
-          const t = setTimeout(() => {
-            wake = null;
-            resolve();
-          }, ms);
-          wake = () => {
-            clearTimeout(t);
-            wake = null;
-            resolve();
-          };
-        });
+      const { wait: pause, interrupt } = interruptibleWait();
       const report = (error: unknown) => {
         try {
           opts.onError?.(error);
@@ -288,7 +277,7 @@ export function changesApi(deps: ChangesDeps) {
         consumer,
         async stop() {
           stopped = true;
-          (wake as (() => void) | null)?.();
+          interrupt();
           await running;
         },
       };
@@ -350,8 +339,7 @@ export function createSweeper(
   const everyMs = intIn(opts.everyMs, 'everyMs', 10, 86_400_000, 60_000);
   const retentionMs = opts.retentionMs === undefined ? undefined : intIn(opts.retentionMs, 'retentionMs', 0, Number.MAX_SAFE_INTEGER, 0);
   let stopped = false;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  let wake: (() => void) | null = null;
+  const { wait, interrupt } = interruptibleWait();
   const loop = async () => {
     while (!stopped) {
       try {
@@ -367,18 +355,14 @@ export function createSweeper(
         }
       }
       if (stopped) break;
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        timer = setTimeout(resolve, everyMs);
-      });
+      await wait(everyMs);
     }
   };
   const running = loop();
   return {
     async stop() {
       stopped = true;
-      if (timer) clearTimeout(timer);
-      (wake as (() => void) | null)?.();
+      interrupt();
       await running;
     },
   };

@@ -19,6 +19,7 @@ import { CHANGE_TYPES, type ChangeType, type StoredChange } from '../core/types.
 import { ValidationError } from '../errors.js';
 import type { DeliveryRecord } from '../store/types.js';
 import type { SubscribeOptions, Subscription } from './changes.js';
+import { interruptibleWait } from './wait.js';
 
 /** The header with the signature. */
 export const SIGNATURE_HEADER = 'Laurel-Signature';
@@ -262,21 +263,8 @@ export function createWebhookRelay(engine: WebhookRelayEngine, options: WebhookR
   };
 
   let stopped = false;
-  /** Ends the backoff being waited out, if any. */
-  let wake: (() => void) | null = null;
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (stopped || ms <= 0) return resolve();
-      const timer = setTimeout(() => {
-        wake = null;
-        resolve();
-      }, ms);
-      wake = () => {
-        clearTimeout(timer);
-        wake = null;
-        resolve();
-      };
-    });
+  const backoff = interruptibleWait();
+  const sleep = (ms: number) => (stopped || ms <= 0 ? Promise.resolve() : backoff.wait(ms));
 
   /** Events this process delivered from a batch not yet acknowledged, and attempts per event so far. */
   const delivered = new Set<string>();
@@ -375,7 +363,7 @@ export function createWebhookRelay(engine: WebhookRelayEngine, options: WebhookR
     stop() {
       if (!stopping) {
         stopped = true;
-        (wake as (() => void) | null)?.();
+        backoff.interrupt();
         stopping = subscription.stop();
       }
       return stopping;
