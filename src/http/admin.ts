@@ -69,6 +69,25 @@ function failure(error: unknown): string {
   throw error;
 }
 
+/**
+ * Runs `each` for every item whose `field` is a non-empty string user id, in order: an item without one gets
+ * an error issue (`<field> is required`, by index), a call that fails gets one (by user id).
+ */
+async function eachUser(items: readonly unknown[], field: string, issues: Issue[], each: (userId: string, item: Record<string, unknown>) => Promise<void>): Promise<void> {
+  for (const [index, item] of items.entries()) {
+    const userId = isObject(item) ? item[field] : undefined;
+    if (!isObject(item) || typeof userId !== 'string' || userId === '') {
+      issues.push({ index, severity: 'error', message: `${field} is required` });
+      continue;
+    }
+    try {
+      await each(userId, item);
+    } catch (error) {
+      issues.push({ userId, severity: 'error', message: failure(error) });
+    }
+  }
+}
+
 /** A body that must be an object holding an array `field` of 1 to `max` items. */
 function itemsOf(body: unknown, field: string | null, max: number): unknown[] {
   const items = field === null ? body : isObject(body) ? body[field] : undefined;
@@ -209,20 +228,11 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
         const items = itemsOf(await raw(), 'users', MAX_ITEMS);
         const restoredUsers: string[] = [];
         const issues: Issue[] = [];
-        for (const [index, item] of items.entries()) {
-          const userId = isObject(item) ? item.id : undefined;
-          if (typeof userId !== 'string' || userId === '') {
-            issues.push({ index, severity: 'error', message: 'id is required' });
-            continue;
-          }
-          try {
-            const r = await e.restoreStreak(userId);
-            if (r.restored) restoredUsers.push(userId);
-            else issues.push({ userId, severity: 'warning', message: r.warning ?? 'No streak to restore' });
-          } catch (error) {
-            issues.push({ userId, severity: 'error', message: failure(error) });
-          }
-        }
+        await eachUser(items, 'id', issues, async (userId) => {
+          const r = await e.restoreStreak(userId);
+          if (r.restored) restoredUsers.push(userId);
+          else issues.push({ userId, severity: 'warning', message: r.warning ?? 'No streak to restore' });
+        });
         return json(restoredUsers.length > 0 ? 201 : 200, { restoredUsers, issues });
       },
     },
@@ -234,19 +244,10 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
         const items = itemsOf(await raw(), 'pauses', MAX_ITEMS);
         const created: Record<string, unknown>[] = [];
         const issues: Issue[] = [];
-        for (const [index, item] of items.entries()) {
-          const userId = isObject(item) ? item.userId : undefined;
-          if (!isObject(item) || typeof userId !== 'string' || userId === '') {
-            issues.push({ index, severity: 'error', message: 'userId is required' });
-            continue;
-          }
-          try {
-            const { pause } = await e.pauseStreak(userId, { start: item.start as string, end: item.end as string });
-            created.push({ id: pause.id, userId, start: pause.start, end: pause.end, status: 'active' });
-          } catch (error) {
-            issues.push({ userId, severity: 'error', message: failure(error) });
-          }
-        }
+        await eachUser(items, 'userId', issues, async (userId, item) => {
+          const { pause } = await e.pauseStreak(userId, { start: item.start as string, end: item.end as string });
+          created.push({ id: pause.id, userId, start: pause.start, end: pause.end, status: 'active' });
+        });
         return json(created.length > 0 ? 201 : 200, { created, issues });
       },
     },
