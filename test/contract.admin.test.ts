@@ -13,10 +13,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, defineConfig } from '../src/index.js';
 import { createHttpHandler } from '../src/http.js';
 import { createMemoryStore } from '../src/memory.js';
-import { openapi, type Json, type Operation } from './openapi.js';
+import { openapi, type Json } from './openapi.js';
 
 
-const { spec, ajv, operations: OPERATIONS } = openapi('admin.json');
+const { ajv, operations: OPERATIONS, operation, pointer, bodyExamples } = openapi('admin.json');
 
 /** The operations served. */
 const SERVED = [
@@ -48,17 +48,6 @@ const CONFIG_WRITES = ['/metrics', '/attributes', '/points', '/points/{systemId}
 /** Not served (404): they have no engine operation here. */
 const NOT_SERVED = ['POST /application-api-keys', 'DELETE /application-api-keys', 'GET /tenants', 'POST /tenants', 'PATCH /tenants', 'DELETE /tenants', 'GET /tenants/{id}'];
 
-const operation = (op: string): Operation => {
-  const [method, path] = op.split(' ') as [string, string];
-  const found = spec.paths[path]?.[method.toLowerCase()];
-  if (!found) throw new Error(`no operation ${op}`);
-  return found;
-};
-const pointer = (op: string, status: number) => {
-  const [method, path] = op.split(' ') as [string, string];
-  const escaped = encodeURIComponent(path.replace(/~/g, '~0').replace(/\//g, '~1'));
-  return `admin.json#/paths/${escaped}/${method.toLowerCase()}/responses/${status}/content/application~1json/schema`;
-};
 /** A parameter's example in the spec (`example`, or the first of `examples`), as a query value. */
 const example = (op: string, name: string): string | string[] => {
   const p = (operation(op).parameters ?? []).find((x) => x.name === name);
@@ -67,13 +56,6 @@ const example = (op: string, name: string): string | string[] => {
   return Array.isArray(value) ? value.map(String) : String(value);
 };
 const one = (v: string | string[]) => (Array.isArray(v) ? (v[0] as string) : v);
-/** A request body's example(s) in the spec. */
-const bodyExamples = (op: string): unknown[] => {
-  const content = (operation(op).requestBody?.content as Json | undefined)?.['application/json'] as Json | undefined;
-  if (!content) return [];
-  if (content.example !== undefined) return [content.example];
-  return Object.values((content.examples ?? {}) as Record<string, { value: unknown }>).map((e) => e.value);
-};
 
 const EX = '550e8400-e29b-41d4-a716-446655440000';
 const EX2 = '660f9500-f30c-42e5-b827-557766550001';

@@ -24,33 +24,15 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, defineConfig } from '../src/index.js';
 import { createHttpHandler } from '../src/http.js';
 import { createMemoryStore } from '../src/memory.js';
-import { openapi, type Json, type Operation } from './openapi.js';
+import { openapi, type Json } from './openapi.js';
 
 
-const { spec, ajv, operations: OPERATIONS } = openapi('application.json');
-const operation = (op: string): Operation => {
-  const [method, path] = op.split(' ') as [string, string];
-  const found = spec.paths[path]?.[method.toLowerCase()];
-  if (!found) throw new Error(`no operation ${op}`);
-  return found;
-};
-const pointer = (op: string, status: number) => {
-  const [method, path] = op.split(' ') as [string, string];
-  const escaped = encodeURIComponent(path.replace(/~/g, '~0').replace(/\//g, '~1'));
-  return `application.json#/paths/${escaped}/${method.toLowerCase()}/responses/${status}/content/application~1json/schema`;
-};
+const { ajv, operations: OPERATIONS, operation, pointer, bodyExamples } = openapi('application.json');
 /** A parameter's own `example` in the spec. */
 const example = (op: string, name: string): string => {
   const p = (operation(op).parameters ?? []).find((x) => x.name === name);
   if (!p || p.example === undefined) throw new Error(`${op}: no example for ${name}`);
   return String(p.example);
-};
-/** A request body's example(s) in the spec. */
-const bodyExamples = (op: string): unknown[] => {
-  const content = (operation(op).requestBody?.content as Json | undefined)?.['application/json'] as Json | undefined;
-  if (!content) return [];
-  if (content.example !== undefined) return [content.example];
-  return Object.values((content.examples ?? {}) as Record<string, { value: unknown }>).map((e) => e.value);
 };
 
 const input = {

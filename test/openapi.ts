@@ -20,5 +20,25 @@ export function openapi(file: 'application.json' | 'admin.json') {
   ajv.addSchema(spec, file);
   /** Every operation of the spec, as `METHOD /path/{template}`. */
   const operations = Object.entries(spec.paths).flatMap(([path, item]) => Object.keys(item).filter((m) => METHODS.includes(m)).map((m) => `${m.toUpperCase()} ${path}`));
-  return { spec, ajv, operations };
+  /** The operation `METHOD /path/{template}`. */
+  const operation = (op: string): Operation => {
+    const [method, path] = op.split(' ') as [string, string];
+    const found = spec.paths[path]?.[method.toLowerCase()];
+    if (!found) throw new Error(`no operation ${op}`);
+    return found;
+  };
+  /** The Ajv reference of an operation's JSON response schema for `status`. */
+  const pointer = (op: string, status: number) => {
+    const [method, path] = op.split(' ') as [string, string];
+    const escaped = encodeURIComponent(path.replace(/~/g, '~0').replace(/\//g, '~1'));
+    return `${file}#/paths/${escaped}/${method.toLowerCase()}/responses/${status}/content/application~1json/schema`;
+  };
+  /** A request body's example(s) in the spec. */
+  const bodyExamples = (op: string): unknown[] => {
+    const content = (operation(op).requestBody?.content as Json | undefined)?.['application/json'] as Json | undefined;
+    if (!content) return [];
+    if (content.example !== undefined) return [content.example];
+    return Object.values((content.examples ?? {}) as Record<string, { value: unknown }>).map((e) => e.value);
+  };
+  return { spec, ajv, operations, operation, pointer, bodyExamples };
 }
