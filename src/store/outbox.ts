@@ -250,6 +250,13 @@ export class MemoryOutbox implements OutboxStore {
       this.log = this.log.slice(i);
       this.base += i;
     }
+    // Delivery outcomes dated before the cutoff, oldest first, at most `limit` (as the PostgreSQL store).
+    const old: { consumer: string; at: number; seq: number }[] = [];
+    for (const [consumer, list] of this.deliveries) list.forEach((r, seq) => Date.parse(r.at) < before && old.push({ consumer, at: Date.parse(r.at), seq }));
+    old.sort((a, b) => a.at - b.at);
+    const drop = new Map<string, Set<number>>();
+    for (const o of old.slice(0, prune.limit)) (drop.get(o.consumer) ?? drop.set(o.consumer, new Set()).get(o.consumer)!).add(o.seq);
+    for (const [consumer, seqs] of drop) this.deliveries.set(consumer, (this.deliveries.get(consumer) ?? []).filter((_, seq) => !seqs.has(seq)));
     return removed;
   }
 
@@ -258,8 +265,6 @@ export class MemoryOutbox implements OutboxStore {
       let list = this.deliveries.get(r.consumer);
       if (!list) this.deliveries.set(r.consumer, (list = []));
       list.push({ ...r });
-      // Bounded: the latest 10,000 outcomes per consumer.
-      if (list.length > 10_000) list.splice(0, list.length - 10_000);
     }
   }
 

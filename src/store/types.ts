@@ -389,7 +389,8 @@ export interface OutboxStore {
   /**
    * Removes the oldest change events in commit order that are dated (`at`) before `before`, stopping at the
    * first one that is not (an event written late but dated long ago is never removed before the events
-   * written ahead of it), at most `limit` of them; returns how many.
+   * written ahead of it), at most `limit` of them; returns how many. Also removes at most `limit` delivery
+   * outcomes dated before `before`, oldest first (retention of `recordDeliveries`, not counted).
    */
   pruneChanges(prune: { before: string; limit: number }): Promise<number>;
 

@@ -1055,7 +1055,7 @@ function outboxChecks(): ConformanceCheck[] {
       },
     },
     {
-      name: 'outbox (OutboxStore): pruneChanges removes the oldest events in commit order up to the first newer one; delivery outcomes read back newest first',
+      name: 'outbox (OutboxStore): pruneChanges removes the oldest events in commit order up to the first newer one, and old delivery outcomes; delivery outcomes read back newest first',
       async run(store) {
         const outbox = outboxOf(store);
         if (!outbox) return;
@@ -1070,6 +1070,8 @@ function outboxChecks(): ConformanceCheck[] {
         await outbox.recordDeliveries([{ ...rec('q2', 3, true), consumer: 'other' }]);
         equal(await outbox.readDeliveries({ consumer: 'hook', limit: 10 }), [rec('q1', 2, true), rec('q1', 1, false)], 'newest first, by consumer');
         equal(await outbox.readDeliveries({ consumer: 'hook', limit: 1 }), [rec('q1', 2, true)], 'limit');
+        equal(await outbox.pruneChanges({ before: day(2), limit: 100 }), 0, 'no event to prune');
+        equal(await outbox.readDeliveries({ consumer: 'hook', limit: 10 }), [rec('q1', 2, true)], 'delivery outcomes dated before the cutoff pruned too');
       },
     },
   ];
