@@ -433,8 +433,8 @@ $fn$;
 --    before their first write, so before they have an id; pg_locks' 32-bit ids are widened with x1's epoch).
 -- 2. In a later snapshot: below w, below every transaction still running that got its id since step 1 (it
 --    may be a writer that took the lock after it), and below the snapshot's xmax. A transaction that had an
---    id at step 1 without holding the lock never writes the outbox, so it holds nothing back: unrelated
---    transactions on the server never delay readers.
+--    id at step 1 without holding the lock never writes the outbox, so it holds nothing back: transactions
+--    open on the server before the read never delay it (those begun during it may, briefly).
 CREATE OR REPLACE FUNCTION "{{schema}}".read_changes(after_xid xid8, after_seq bigint, lim integer)
   RETURNS TABLE (pos_xid text, pos_seq text, id text, type text, user_id text, at text, payload jsonb)
   LANGUAGE plpgsql VOLATILE AS $fn$
