@@ -310,6 +310,24 @@ export interface Store extends Partial<OutboxStore> {
 
   /** One runtime boost by its id, or null (unknown or deleted). SHOULD cost O(log n). */
   getBoost(id: string): Promise<BoostRecord | null>;
+
+  /**
+   * OPTIONAL: multi-tenancy (`Engine.tenant`, the HTTP `Tenant-ID` header). The store of tenant `id` over the
+   * same storage: a {@link Store} (with the same optional parts as this one) whose users, states, ledger,
+   * idempotency records, indexes and rank history, counters, boosts, and outbox (events, consumers, marks,
+   * deliveries, due instants) are disjoint from every other tenant's and from the default tenant's (the store
+   * this is called on when it is not itself a tenant's). Every read of a tenant's store sees only that
+   * tenant's data and MUST stay tenant-local in cost (an index that leads with the tenant, a partition, or a
+   * key prefix): no read may cost in proportion to another tenant's data.
+   * - `id` is 1..255 characters of well-formed text without NUL (the engine checks it); ids are compared as
+   *   strings, exactly (no case folding or trimming).
+   * - Calling `tenant` on a tenant's store returns the store of tenant `id` of the same storage (tenants do
+   *   not nest).
+   * - Ids inside a tenant (user ids, index names, counter names, consumer names, marks, boost ids as far as
+   *   `getBoost` goes) are the tenant's own: the same user id in two tenants is two users.
+   * - Cheap to call: it allocates no storage until the tenant's store is written to.
+   */
+  tenant?(id: string): Store;
 }
 
 /** A page of {@link OutboxStore.readChanges}. */
