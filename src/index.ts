@@ -95,6 +95,7 @@ export type { LaurelErrorCode, NotFoundKind, ValidationIssue } from './errors.js
 export type {
   Engine,
   EngineOptions,
+  EngineTenancy,
   EventRequest,
   RecordOptions,
   RetryOptions,

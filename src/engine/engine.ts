@@ -236,11 +236,44 @@ const HISTOGRAM_PAGE = 500;
  * const res = await engine.recordEvent('lessons', { user: { id: 'u1', tz: 'Europe/Paris' }, value: 1 });
  * ```
  */
-export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) {
+export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>): Engine<C> {
   if (typeof options !== 'object' || options === null) throw new ValidationError('createEngine needs options { config, store, clock, newId }', [{ path: ['options'], message: 'must be an object' }]);
+  const store = options.store ?? createMemoryStore();
+  const tenants = new Map<string, Engine<C>>();
+  const tenant = (id: string): Engine<C> => {
+    validateText(id, ['tenant'], 255, { nonEmpty: true });
+    let engine = tenants.get(id);
+    if (!engine) {
+      if (typeof store.tenant !== 'function') throw new ValidationError('This store has no tenants (Store.tenant): the memory and PostgreSQL stores, and withRankIndex over them with the Redis rank index, have them.', [{ path: ['tenant'], message: 'the store does not support tenants' }]);
+      tenants.set(id, (engine = withTenancy(buildEngine({ ...options, store: store.tenant(id) }), id, tenant)));
+    }
+    return engine;
+  };
+  return withTenancy(buildEngine({ ...options, store }), null, tenant);
+}
+
+/** Multi-tenancy, on every engine (see {@link Engine}). */
+export type EngineTenancy<C extends LaurelConfig> = {
+  /** The tenant this engine serves; null for the default tenant (the engine `createEngine` returned). */
+  readonly tenantId: string | null;
+  /**
+   * The engine of tenant `id` (1..255 characters, no NUL; compared exactly): the same config, clock, ids,
+   * retry, hooks and change settings over `store.tenant(id)`, so its users, boards, counters, ledger, boosts
+   * and outbox are disjoint from every other tenant's and the default tenant's. Made once per id and kept (the
+   * same engine every time). Tenants do not nest: on a tenant's engine it returns the sibling tenant's engine.
+   * @throws {ValidationError} an invalid id, or a store without `tenant`.
+   */
+  tenant(id: string): Engine<C>;
+};
+
+function withTenancy<C extends LaurelConfig>(engine: EngineCore<C>, tenantId: string | null, tenant: (id: string) => Engine<C>): Engine<C> {
+  return Object.assign(engine, { tenantId, tenant });
+}
+
+function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store: Store }) {
   const config = options.config as LaurelConfig;
   checkConfig(config);
-  const rawStore = options.store ?? createMemoryStore();
+  const rawStore = options.store;
   const observer = createObserver(options.hooks);
   const store = observer.observeStore(guardStore(rawStore));
   const clock = options.clock ?? (() => new Date());
@@ -1258,4 +1291,7 @@ export function createEngine<C extends LaurelConfig>(options: EngineOptions<C>) 
 }
 
 /** The engine returned by {@link createEngine}. */
-export type Engine<C extends LaurelConfig = LaurelConfig> = ReturnType<typeof createEngine<C>>;
+export type Engine<C extends LaurelConfig = LaurelConfig> = EngineCore<C> & EngineTenancy<C>;
+
+/** An engine's calls, without {@link EngineTenancy}. */
+type EngineCore<C extends LaurelConfig> = ReturnType<typeof buildEngine<C>>;

@@ -59,7 +59,16 @@ class ForbiddenError extends HttpError {
 }
 
 /** Who a request acts for: a server key (everything) or a per-user application key (its user only). */
-type Principal = { kind: 'server' } | { kind: 'user'; userId: string };
+type Principal = { kind: 'server' } | { kind: 'user'; userId: string; tenant: string | null };
+
+/** One tenant's routes. */
+interface Api {
+  routes: Route[];
+  admin: Route[];
+}
+
+/** How many tenants' route tables a handler keeps (least recently used ones are dropped, and made again). */
+const MAX_CACHED_TENANTS = 1000;
 
 type Params = Record<string, string>;
 interface Context {
@@ -181,52 +190,31 @@ function userInput(body: Record<string, unknown>, id?: string): UserInput {
  */
 export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, options: HttpHandlerOptions = {}): FetchHandler {
   // The engine's key types are literal unions; over the wire every key is a string checked at run time.
-  const e = engine as unknown as Engine<LaurelConfig>;
+  const root = engine as unknown as Engine<LaurelConfig>;
   options = options ?? {};
   const maxBody = options.maxBodyBytes ?? 65_536;
   const keyDigests = (Array.isArray(options.apiKeys) ? options.apiKeys : []).filter((k): k is string => typeof k === 'string' && k.length > 0).map(digest);
   const verifyApplicationKey = options.applicationKeys === undefined ? null : applicationKeyVerifier(options.applicationKeys);
   if (keyDigests.length === 0 && !options.verifyApiKey && !verifyApplicationKey) throw new ValidationError('createHttpHandler needs apiKeys or verifyApiKey', [{ path: ['apiKeys'], message: 'at least one key, or verifyApiKey' }]);
-  const systems = new Map(e.config.pointsSystems.map((s) => [s.key, s]));
-  const boards = new Map(e.config.leaderboards.map((b) => [b.key, b]));
+  const systems = new Map(root.config.pointsSystems.map((s) => [s.key, s]));
+  const boards = new Map(root.config.leaderboards.map((b) => [b.key, b]));
   const adminBase = options.adminBasePath === null ? null : (options.adminBasePath ?? '/admin/v1').split('/').filter((s) => s !== '');
   const adminMaxBody = options.adminMaxBodyBytes ?? 1_048_576;
-  const admin = adminRoutes(e);
 
-  /** Awards as the hosted service's `PointsAward`s: triggers and boosts in full (see `wireAward`). */
-  async function wireAwards(userId: string, key: string, awards: readonly Award[]) {
-    const system = systems.get(key);
-    if (!system) return awards;
-    const mine = awards.some((a) => (a.boosts?.length ?? 0) > 0) ? asUserBoosts(await e.getUserBoosts(userId, key), key).filter((b) => !system.boosts.some((c) => c.id === b.id)) : [];
-    return awards.map((a) => wireAward(system, a, mine));
-  }
-
-  /** A board's answer with the `LeaderboardResponse` fields it lacks (`status`, `breakdownAttribute`, ...); its own win. */
-  const withBoard = <T extends { key: string }>(b: T, status: string) => {
-    const c = boards.get(b.key);
-    return c ? { ...wireBoard(c, status), ...b } : b;
-  };
-
-  /** The points of an event or a completion, each award in full. */
-  async function wirePoints(userId: string, points: Record<string, EventPoints>) {
-    const out: Record<string, unknown> = {};
-    for (const [key, p] of Object.entries(points)) out[key] = { ...p, awards: await wireAwards(userId, key, p.awards) };
-    return out;
-  }
-
-  async function wireEvent(res: EventResponse, userId: string) {
-    const leaderboards: Record<string, unknown> = {};
-    for (const [key, b] of Object.entries(res.leaderboards)) {
-      const attr = b.breakdownAttributes[0];
-      const value = attr === undefined ? undefined : b.userAttributes[attr];
-      // `breakdownAttributeValue` is a string when present (the schema has no null).
-      leaderboards[key] = { ...withBoard(b, 'active'), ...(value === undefined ? {} : { breakdownAttributeValue: value }) };
+  // The routes of each tenant's engine (`Tenant-ID`), the default tenant's under null; the most recently
+  // used tenants' are kept (engines themselves are kept by `engine.tenant`).
+  const apis = new Map<string | null, Api>();
+  const apiOf = (tenant: string | null): Api => {
+    let api = apis.get(tenant);
+    if (api) {
+      apis.delete(tenant);
+    } else {
+      api = routesFor(tenant === null ? root : root.tenant(tenant));
+      if (apis.size >= MAX_CACHED_TENANTS) apis.delete(apis.keys().next().value as string | null);
     }
-    return { ...res, points: await wirePoints(userId, res.points), leaderboards };
-  }
-
-  /** A board's status now (`active`, `scheduled`, `finished`, or `inactive` for one switched off). */
-  const statusOf = async (key: string) => (await e.listLeaderboards({ includeFinished: true, includeInactive: true })).find((b) => b.key === key)?.status ?? 'active';
+    apis.set(tenant, api);
+    return api;
+  };
 
   async function authorised(request: Request): Promise<Principal | null> {
     const key = request.headers.get('x-api-key');
@@ -238,7 +226,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     if (ok) return { kind: 'server' };
     // A per-user key (its record looked up by prefix, its HMAC compared in constant time; see ./keys.ts).
     const app = verifyApplicationKey ? await verifyApplicationKey(key) : null;
-    if (app) return { kind: 'user', userId: app.userId };
+    if (app) return { kind: 'user', userId: app.userId, tenant: app.tenant };
     if (options.verifyApiKey && (await options.verifyApiKey(key)) === true) return { kind: 'server' };
     return null;
   }
@@ -305,191 +293,231 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     return parsed;
   }
 
-  const recordEvent = async ({ request, params, body }: Context) => {
-    const b = await body();
-    const idempotencyKey = request.headers.get('idempotency-key') ?? undefined;
-    const user = userInput((b.user ?? null) as Record<string, unknown>);
-    const res = await e.recordEvent(params.key as string, { user, value: b.value as number, ...(b.attributes !== undefined ? { attributes: b.attributes as Record<string, string> } : {}) }, idempotencyKey ? { idempotencyKey } : {});
-    return json(res.idempotentReplayed ? 202 : 201, await wireEvent(res, user.id));
-  };
+  /** The application API's and the admin API's routes over one tenant's engine. */
+  function routesFor(e: Engine<LaurelConfig>): Api {
 
-  const summaryOptions = (url: URL) => ({
-    aggregation: requiredParam(url, 'aggregation') as 'daily',
-    startDate: requiredParam(url, 'startDate'),
-    endDate: requiredParam(url, 'endDate'),
-  });
+    /** Awards as the hosted service's `PointsAward`s: triggers and boosts in full (see `wireAward`). */
+    async function wireAwards(userId: string, key: string, awards: readonly Award[]) {
+      const system = systems.get(key);
+      if (!system) return awards;
+      const mine = awards.some((a) => (a.boosts?.length ?? 0) > 0) ? asUserBoosts(await e.getUserBoosts(userId, key), key).filter((b) => !system.boosts.some((c) => c.id === b.id)) : [];
+      return awards.map((a) => wireAward(system, a, mine));
+    }
 
-  const routes: Route[] = [
-    // 404 (unknown metric) is Laurel's addition to the documented statuses; so is 202 (idempotent replay).
-    { method: 'POST', pattern: ['metrics', ':key', 'event'], user: 'body.user', errors: [400, 401, 404, 422], run: recordEvent },
-    { method: 'POST', pattern: ['users'], user: 'body', errors: [400, 401, 422], run: async ({ body }) => json(201, wireUser(await e.identifyUser(userInput(await body())))) },
-    // The operation documents no 404: an unknown user is 422.
-    { method: 'GET', pattern: ['users', ':id'], user: 'path', errors: [400, 401, 422], run: async ({ params }) => json(200, wireUser(await e.getUser(params.id as string))) },
-    { method: 'PUT', pattern: ['users', ':id'], user: 'path', errors: [400, 401, 422], run: async ({ params, body }) => json(200, wireUser(await e.identifyUser(userInput(await body(), params.id)))) },
-    {
-      method: 'PATCH',
-      pattern: ['users', ':id'],
-      user: 'path',
-      errors: [400, 401, 404, 422],
-      run: async ({ params, body }) => {
-        const { id: _ignored, ...patch } = userInput(await body(), params.id);
-        return json(200, wireUser(await e.updateUser(params.id as string, patch)));
+    /** A board's answer with the `LeaderboardResponse` fields it lacks (`status`, `breakdownAttribute`, ...); its own win. */
+    const withBoard = <T extends { key: string }>(b: T, status: string) => {
+      const c = boards.get(b.key);
+      return c ? { ...wireBoard(c, status), ...b } : b;
+    };
+
+    /** The points of an event or a completion, each award in full. */
+    async function wirePoints(userId: string, points: Record<string, EventPoints>) {
+      const out: Record<string, unknown> = {};
+      for (const [key, p] of Object.entries(points)) out[key] = { ...p, awards: await wireAwards(userId, key, p.awards) };
+      return out;
+    }
+
+    async function wireEvent(res: EventResponse, userId: string) {
+      const leaderboards: Record<string, unknown> = {};
+      for (const [key, b] of Object.entries(res.leaderboards)) {
+        const attr = b.breakdownAttributes[0];
+        const value = attr === undefined ? undefined : b.userAttributes[attr];
+        // `breakdownAttributeValue` is a string when present (the schema has no null).
+        leaderboards[key] = { ...withBoard(b, 'active'), ...(value === undefined ? {} : { breakdownAttributeValue: value }) };
+      }
+      return { ...res, points: await wirePoints(userId, res.points), leaderboards };
+    }
+
+    /** A board's status now (`active`, `scheduled`, `finished`, or `inactive` for one switched off). */
+    const statusOf = async (key: string) => (await e.listLeaderboards({ includeFinished: true, includeInactive: true })).find((b) => b.key === key)?.status ?? 'active';
+
+    const recordEvent = async ({ request, params, body }: Context) => {
+      const b = await body();
+      const idempotencyKey = request.headers.get('idempotency-key') ?? undefined;
+      const user = userInput((b.user ?? null) as Record<string, unknown>);
+      const res = await e.recordEvent(params.key as string, { user, value: b.value as number, ...(b.attributes !== undefined ? { attributes: b.attributes as Record<string, string> } : {}) }, idempotencyKey ? { idempotencyKey } : {});
+      return json(res.idempotentReplayed ? 202 : 201, await wireEvent(res, user.id));
+    };
+
+    const summaryOptions = (url: URL) => ({
+      aggregation: requiredParam(url, 'aggregation') as 'daily',
+      startDate: requiredParam(url, 'startDate'),
+      endDate: requiredParam(url, 'endDate'),
+    });
+
+    const routes: Route[] = [
+      // 404 (unknown metric) is Laurel's addition to the documented statuses; so is 202 (idempotent replay).
+      { method: 'POST', pattern: ['metrics', ':key', 'event'], user: 'body.user', errors: [400, 401, 404, 422], run: recordEvent },
+      { method: 'POST', pattern: ['users'], user: 'body', errors: [400, 401, 422], run: async ({ body }) => json(201, wireUser(await e.identifyUser(userInput(await body())))) },
+      // The operation documents no 404: an unknown user is 422.
+      { method: 'GET', pattern: ['users', ':id'], user: 'path', errors: [400, 401, 422], run: async ({ params }) => json(200, wireUser(await e.getUser(params.id as string))) },
+      { method: 'PUT', pattern: ['users', ':id'], user: 'path', errors: [400, 401, 422], run: async ({ params, body }) => json(200, wireUser(await e.identifyUser(userInput(await body(), params.id)))) },
+      {
+        method: 'PATCH',
+        pattern: ['users', ':id'],
+        user: 'path',
+        errors: [400, 401, 404, 422],
+        run: async ({ params, body }) => {
+          const { id: _ignored, ...patch } = userInput(await body(), params.id);
+          return json(200, wireUser(await e.updateUser(params.id as string, patch)));
+        },
       },
-    },
-    { method: 'GET', pattern: ['users', ':id', 'preferences'], user: 'path', run: async ({ params }) => json(200, wirePreferences(await e.getPreferences(params.id as string))) },
-    {
-      method: 'PATCH',
-      pattern: ['users', ':id', 'preferences'],
-      user: 'path',
-      errors: [401, 403, 404, 422],
-      run: async ({ params, body }) => {
-        const patch = preferencesPatch(await body());
-        const s = patch.streak;
-        // Streak mode and metrics need streak customization: 403, as the operation documents.
-        if (typeof s === 'object' && s !== null && ((s.mode !== undefined && s.mode !== null) || (s.metrics !== undefined && s.metrics !== null)) && !e.config.streak?.customization) {
-          await e.getPreferences(params.id as string); // an unknown user is still 404
-          throw new HttpError(403, 'Streak customization is not enabled: configure `streak.customization`');
-        }
-        return json(200, wirePreferences((await e.updatePreferences(params.id as string, patch)).preferences));
+      { method: 'GET', pattern: ['users', ':id', 'preferences'], user: 'path', run: async ({ params }) => json(200, wirePreferences(await e.getPreferences(params.id as string))) },
+      {
+        method: 'PATCH',
+        pattern: ['users', ':id', 'preferences'],
+        user: 'path',
+        errors: [401, 403, 404, 422],
+        run: async ({ params, body }) => {
+          const patch = preferencesPatch(await body());
+          const s = patch.streak;
+          // Streak mode and metrics need streak customization: 403, as the operation documents.
+          if (typeof s === 'object' && s !== null && ((s.mode !== undefined && s.mode !== null) || (s.metrics !== undefined && s.metrics !== null)) && !e.config.streak?.customization) {
+            await e.getPreferences(params.id as string); // an unknown user is still 404
+            throw new HttpError(403, 'Streak customization is not enabled: configure `streak.customization`');
+          }
+          return json(200, wirePreferences((await e.updatePreferences(params.id as string, patch)).preferences));
+        },
       },
-    },
-    { method: 'GET', pattern: ['users', ':id', 'metrics'], user: 'path', run: async ({ params }) => json(200, (await e.getUserMetrics(params.id as string)).map((m) => ({ ...m, status: 'active' }))) },
-    { method: 'GET', pattern: ['users', ':id', 'metrics', ':key'], user: 'path', run: async ({ params }) => json(200, { ...(await e.getUserMetric(params.id as string, params.key as string)), status: 'active' }) },
-    { method: 'GET', pattern: ['users', ':id', 'metrics', ':key', 'event-summary'], user: 'path', run: async ({ params, url }) => json(200, await e.getMetricEventSummary(params.id as string, params.key as string, summaryOptions(url))) },
-    {
-      method: 'GET',
-      pattern: ['users', ':id', 'achievements'],
-      user: 'path',
-      run: async ({ params, url }) => {
-        const mine = await e.getUserAchievements(params.id as string, { includeIncomplete: url.searchParams.get('includeIncomplete') === 'true' });
-        // The hosted API's user achievements carry each achievement's completions and rarity too.
-        const stats = new Map((await e.listAchievements({ includeUnavailable: true })).map((a) => [a.key, a]));
-        return json(200, mine.map((a) => ({ ...a, completions: stats.get(a.key)?.completions ?? 0, rarity: stats.get(a.key)?.rarity ?? 0 })));
+      { method: 'GET', pattern: ['users', ':id', 'metrics'], user: 'path', run: async ({ params }) => json(200, (await e.getUserMetrics(params.id as string)).map((m) => ({ ...m, status: 'active' }))) },
+      { method: 'GET', pattern: ['users', ':id', 'metrics', ':key'], user: 'path', run: async ({ params }) => json(200, { ...(await e.getUserMetric(params.id as string, params.key as string)), status: 'active' }) },
+      { method: 'GET', pattern: ['users', ':id', 'metrics', ':key', 'event-summary'], user: 'path', run: async ({ params, url }) => json(200, await e.getMetricEventSummary(params.id as string, params.key as string, summaryOptions(url))) },
+      {
+        method: 'GET',
+        pattern: ['users', ':id', 'achievements'],
+        user: 'path',
+        run: async ({ params, url }) => {
+          const mine = await e.getUserAchievements(params.id as string, { includeIncomplete: url.searchParams.get('includeIncomplete') === 'true' });
+          // The hosted API's user achievements carry each achievement's completions and rarity too.
+          const stats = new Map((await e.listAchievements({ includeUnavailable: true })).map((a) => [a.key, a]));
+          return json(200, mine.map((a) => ({ ...a, completions: stats.get(a.key)?.completions ?? 0, rarity: stats.get(a.key)?.rarity ?? 0 })));
+        },
       },
-    },
-    {
-      method: 'GET',
-      pattern: ['users', ':id', 'streak'],
-      user: 'path',
-      run: async ({ params, url }) => {
-        const historyPeriods = intParam(url, 'historyPeriods');
-        return json(200, await e.getStreak(params.id as string, historyPeriods === undefined ? {} : { historyPeriods }));
+      {
+        method: 'GET',
+        pattern: ['users', ':id', 'streak'],
+        user: 'path',
+        run: async ({ params, url }) => {
+          const historyPeriods = intParam(url, 'historyPeriods');
+          return json(200, await e.getStreak(params.id as string, historyPeriods === undefined ? {} : { historyPeriods }));
+        },
       },
-    },
-    {
-      method: 'GET',
-      pattern: ['users', ':id', 'points', ':key'],
-      user: 'path',
-      run: async ({ params, url }) => {
-        const awards = intParam(url, 'awards');
-        const summary = await e.getPointsSummary(params.id as string, params.key as string, awards === undefined ? {} : { awards });
-        return json(200, { ...summary, awards: await wireAwards(params.id as string, params.key as string, summary.awards) });
+      {
+        method: 'GET',
+        pattern: ['users', ':id', 'points', ':key'],
+        user: 'path',
+        run: async ({ params, url }) => {
+          const awards = intParam(url, 'awards');
+          const summary = await e.getPointsSummary(params.id as string, params.key as string, awards === undefined ? {} : { awards });
+          return json(200, { ...summary, awards: await wireAwards(params.id as string, params.key as string, summary.awards) });
+        },
       },
-    },
-    { method: 'GET', pattern: ['users', ':id', 'points', ':key', 'event-summary'], user: 'path', run: async ({ params, url }) => json(200, await e.getPointsEventSummary(params.id as string, params.key as string, summaryOptions(url))) },
-    { method: 'GET', pattern: ['users', ':id', 'points', ':key', 'boosts'], user: 'path', run: async ({ params }) => json(200, (await e.getUserBoosts(params.id as string, params.key as string)).map(wireBoost)) },
-    {
-      method: 'GET',
-      pattern: ['users', ':id', 'leaderboards', ':key'],
-      user: 'path',
-      run: async ({ params, url }) => {
-        const numEvents = intParam(url, 'numEvents');
-        const run = url.searchParams.get('run') ?? undefined;
-        const board = await e.getUserLeaderboard(params.id as string, params.key as string, { ...(run ? { run } : {}), ...(numEvents === undefined ? {} : { numEvents }) });
-        return json(200, { ...withBoard(board, await statusOf(board.key)), history: board.history.map((h) => ({ ...h, timestamp: `${h.date}T00:00:00.000Z` })) });
+      { method: 'GET', pattern: ['users', ':id', 'points', ':key', 'event-summary'], user: 'path', run: async ({ params, url }) => json(200, await e.getPointsEventSummary(params.id as string, params.key as string, summaryOptions(url))) },
+      { method: 'GET', pattern: ['users', ':id', 'points', ':key', 'boosts'], user: 'path', run: async ({ params }) => json(200, (await e.getUserBoosts(params.id as string, params.key as string)).map(wireBoost)) },
+      {
+        method: 'GET',
+        pattern: ['users', ':id', 'leaderboards', ':key'],
+        user: 'path',
+        run: async ({ params, url }) => {
+          const numEvents = intParam(url, 'numEvents');
+          const run = url.searchParams.get('run') ?? undefined;
+          const board = await e.getUserLeaderboard(params.id as string, params.key as string, { ...(run ? { run } : {}), ...(numEvents === undefined ? {} : { numEvents }) });
+          return json(200, { ...withBoard(board, await statusOf(board.key)), history: board.history.map((h) => ({ ...h, timestamp: `${h.date}T00:00:00.000Z` })) });
+        },
       },
-    },
-    {
-      method: 'GET',
-      pattern: ['users', ':id', 'wrapped'],
-      user: 'path',
-      run: async ({ params, url }) => {
-        const year = intParam(url, 'year');
-        const { user, activity: a } = await e.getWrapped(params.id as string, year === undefined ? {} : { year });
-        // As on /users/{id}/achievements: each achievement with its completions and rarity.
-        const stats = new Map((await e.listAchievements({ includeUnavailable: true })).map((s) => [s.key, s]));
-        const withStats = <P extends { achievements: UserAchievement[] }>(p: P) => ({ ...p, achievements: p.achievements.map((x) => ({ ...x, completions: stats.get(x.key)?.completions ?? 0, rarity: stats.get(x.key)?.rarity ?? 0 })) });
-        const activity = { ...a, mostActiveDay: withStats(a.mostActiveDay), mostActiveWeek: withStats(a.mostActiveWeek), mostActiveMonth: withStats(a.mostActiveMonth), entireYear: withStats(a.entireYear) };
-        return json(200, { user: wireUser(user), activity });
+      {
+        method: 'GET',
+        pattern: ['users', ':id', 'wrapped'],
+        user: 'path',
+        run: async ({ params, url }) => {
+          const year = intParam(url, 'year');
+          const { user, activity: a } = await e.getWrapped(params.id as string, year === undefined ? {} : { year });
+          // As on /users/{id}/achievements: each achievement with its completions and rarity.
+          const stats = new Map((await e.listAchievements({ includeUnavailable: true })).map((s) => [s.key, s]));
+          const withStats = <P extends { achievements: UserAchievement[] }>(p: P) => ({ ...p, achievements: p.achievements.map((x) => ({ ...x, completions: stats.get(x.key)?.completions ?? 0, rarity: stats.get(x.key)?.rarity ?? 0 })) });
+          const activity = { ...a, mostActiveDay: withStats(a.mostActiveDay), mostActiveWeek: withStats(a.mostActiveWeek), mostActiveMonth: withStats(a.mostActiveMonth), entireYear: withStats(a.entireYear) };
+          return json(200, { user: wireUser(user), activity });
+        },
       },
-    },
-    {
-      method: 'GET',
-      pattern: ['achievements'],
-      user: 'public',
-      errors: [401, 422],
-      run: async ({ url }) => {
-        const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
-        return json(200, await e.listAchievements(userAttributes ? { userAttributes } : {}));
+      {
+        method: 'GET',
+        pattern: ['achievements'],
+        user: 'public',
+        errors: [401, 422],
+        run: async ({ url }) => {
+          const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
+          return json(200, await e.listAchievements(userAttributes ? { userAttributes } : {}));
+        },
       },
-    },
-    {
-      method: 'POST',
-      pattern: ['achievements', ':key', 'complete'],
-      user: 'body.user',
-      run: async ({ params, body }) => {
-        const user = userInput(((await body()).user ?? null) as Record<string, unknown>);
-        const done = await e.completeAchievement(params.key as string, { user });
-        return json(201, { ...done, points: await wirePoints(user.id, done.points) });
+      {
+        method: 'POST',
+        pattern: ['achievements', ':key', 'complete'],
+        user: 'body.user',
+        run: async ({ params, body }) => {
+          const user = userInput(((await body()).user ?? null) as Record<string, unknown>);
+          const done = await e.completeAchievement(params.key as string, { user });
+          return json(201, { ...done, points: await wirePoints(user.id, done.points) });
+        },
       },
-    },
-    {
-      method: 'GET',
-      pattern: ['streaks'],
-      user: 'userIds',
-      errors: [401, 422],
-      run: async ({ url }) => {
-        // Repeated `userIds` (the schema's array) or one comma-separated value (the spec's example).
-        const ids = url.searchParams.getAll('userIds').flatMap((v) => v.split(',')).filter((v) => v !== '');
-        if (ids.length === 0) throw new ValidationError('userIds is required', [{ path: ['userIds'], message: 'is required' }]);
-        if (ids.length > 100) throw new ValidationError('userIds: at most 100 user ids', [{ path: ['userIds'], message: 'at most 100' }]);
-        return json(200, await e.getStreaks(ids));
+      {
+        method: 'GET',
+        pattern: ['streaks'],
+        user: 'userIds',
+        errors: [401, 422],
+        run: async ({ url }) => {
+          // Repeated `userIds` (the schema's array) or one comma-separated value (the spec's example).
+          const ids = url.searchParams.getAll('userIds').flatMap((v) => v.split(',')).filter((v) => v !== '');
+          if (ids.length === 0) throw new ValidationError('userIds is required', [{ path: ['userIds'], message: 'is required' }]);
+          if (ids.length > 100) throw new ValidationError('userIds: at most 100 user ids', [{ path: ['userIds'], message: 'at most 100' }]);
+          return json(200, await e.getStreaks(ids));
+        },
       },
-    },
-    {
-      method: 'GET',
-      pattern: ['points', ':key'],
-      user: 'public',
-      errors: [401, 404],
-      run: async ({ params }) => {
-        const system = await e.getPointsSystem(params.key as string);
-        const compiled = systems.get(system.key);
-        return json(200, { ...system, triggers: compiled ? system.triggers.map((t) => wireTrigger(compiled, t)) : system.triggers });
+      {
+        method: 'GET',
+        pattern: ['points', ':key'],
+        user: 'public',
+        errors: [401, 404],
+        run: async ({ params }) => {
+          const system = await e.getPointsSystem(params.key as string);
+          const compiled = systems.get(system.key);
+          return json(200, { ...system, triggers: compiled ? system.triggers.map((t) => wireTrigger(compiled, t)) : system.triggers });
+        },
       },
-    },
-    { method: 'GET', pattern: ['points', ':key', 'boosts'], user: 'public', errors: [401, 404], run: async ({ params, url }) => json(200, (await e.listBoosts(params.key as string, { includeFinished: url.searchParams.get('includeFinished') === 'true' })).map(wireBoost)) },
-    { method: 'GET', pattern: ['points', ':key', 'levels'], user: 'public', errors: [401, 404], run: async ({ params }) => json(200, await e.getLevels(params.key as string)) },
-    { method: 'GET', pattern: ['points', ':key', 'level-summary'], user: 'public', run: async ({ params }) => json(200, await e.getLevelSummary(params.key as string)) },
-    {
-      method: 'GET',
-      pattern: ['points', ':key', 'summary'],
-      user: 'public',
-      run: async ({ params, url }) => {
-        const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
-        return json(200, await e.getPointsHistogram(params.key as string, userAttributes ? { userAttributes } : {}));
+      { method: 'GET', pattern: ['points', ':key', 'boosts'], user: 'public', errors: [401, 404], run: async ({ params, url }) => json(200, (await e.listBoosts(params.key as string, { includeFinished: url.searchParams.get('includeFinished') === 'true' })).map(wireBoost)) },
+      { method: 'GET', pattern: ['points', ':key', 'levels'], user: 'public', errors: [401, 404], run: async ({ params }) => json(200, await e.getLevels(params.key as string)) },
+      { method: 'GET', pattern: ['points', ':key', 'level-summary'], user: 'public', run: async ({ params }) => json(200, await e.getLevelSummary(params.key as string)) },
+      {
+        method: 'GET',
+        pattern: ['points', ':key', 'summary'],
+        user: 'public',
+        run: async ({ params, url }) => {
+          const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
+          return json(200, await e.getPointsHistogram(params.key as string, userAttributes ? { userAttributes } : {}));
+        },
       },
-    },
-    {
-      method: 'GET',
-      pattern: ['leaderboards'],
-      user: 'public',
-      errors: [401, 422],
-      run: async ({ url }) => json(200, (await e.listLeaderboards({ includeFinished: url.searchParams.get('includeFinished') === 'true', includeInactive: url.searchParams.get('includeInactive') === 'true' })).map((b) => withBoard(b, b.status))),
-    },
-    {
-      method: 'GET',
-      pattern: ['leaderboards', ':key'],
-      user: 'public',
-      run: async ({ params, url }) => {
-        const offset = intParam(url, 'offset');
-        const limit = intParam(url, 'limit');
-        const run = url.searchParams.get('run') ?? undefined;
-        const userId = url.searchParams.get('userId') ?? undefined;
-        const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
-        return json(200, withBoard(await e.getLeaderboard(params.key as string, { ...(offset === undefined ? {} : { offset }), ...(limit === undefined ? {} : { limit }), ...(run ? { run } : {}), ...(userId ? { userId } : {}), ...(userAttributes ? { userAttributes } : {}) }), 'active'));
+      {
+        method: 'GET',
+        pattern: ['leaderboards'],
+        user: 'public',
+        errors: [401, 422],
+        run: async ({ url }) => json(200, (await e.listLeaderboards({ includeFinished: url.searchParams.get('includeFinished') === 'true', includeInactive: url.searchParams.get('includeInactive') === 'true' })).map((b) => withBoard(b, b.status))),
       },
-    },
-  ];
+      {
+        method: 'GET',
+        pattern: ['leaderboards', ':key'],
+        user: 'public',
+        run: async ({ params, url }) => {
+          const offset = intParam(url, 'offset');
+          const limit = intParam(url, 'limit');
+          const run = url.searchParams.get('run') ?? undefined;
+          const userId = url.searchParams.get('userId') ?? undefined;
+          const userAttributes = attributePairs(url.searchParams.get('userAttributes'));
+          return json(200, withBoard(await e.getLeaderboard(params.key as string, { ...(offset === undefined ? {} : { offset }), ...(limit === undefined ? {} : { limit }), ...(run ? { run } : {}), ...(userId ? { userId } : {}), ...(userAttributes ? { userAttributes } : {}) }), 'active'));
+        },
+      },
+    ];
+    return { routes, admin: adminRoutes(e) };
+  }
 
   function match(segments: string[], routes: readonly Route[]): { allowed: Route[]; params: Params[] } {
     const allowed: Route[] = [];
@@ -533,7 +561,11 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       } catch {
         throw new HttpError(400, 'Malformed percent-encoding in the path');
       }
-      const { allowed, params } = match(segments, isAdmin ? admin : routes);
+      // `Tenant-ID` scopes the call to that tenant's engine; without it (or empty), the default tenant.
+      const tenant = request.headers.get('tenant-id') || null;
+      if (principal.kind === 'user' && principal.tenant !== tenant) throw new ForbiddenError('This application key belongs to another tenant');
+      const api = apiOf(tenant);
+      const { allowed, params } = match(segments, isAdmin ? api.admin : api.routes);
       if (allowed.length === 0) throw new HttpError(404, `No route for ${request.method} ${url.pathname}`);
       const i = allowed.findIndex((r) => r.method === request.method);
       if (i < 0) throw new HttpError(405, `Method ${request.method} not allowed`, { allow: [...new Set(allowed.map((r) => r.method))].join(', ') });

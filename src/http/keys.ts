@@ -3,7 +3,7 @@
  * `/application-api-keys`: a key is scoped to one user and may act only on that user's behalf).
  *
  * `createApplicationKey(userId, { secret })` makes a random key and the record an app stores (its own
- * database, any table): `{ id, prefix, userId, hash }`, where `hash` is HMAC-SHA256(secret, key) in base64url.
+ * database, any table): `{ id, prefix, userId, tenant?, hash }`, where `hash` is HMAC-SHA256(secret, key) in base64url.
  * The key itself (its secret body) is returned once and never stored; the handler verifies a presented key by
  * looking its prefix up, recomputing the HMAC and comparing in constant time (`timingSafeEqual`).
  */
@@ -18,6 +18,11 @@ export interface ApplicationKeyRecord {
   prefix: string;
   /** The user the key is scoped to. */
   userId: string;
+  /**
+   * The tenant of that user (`Tenant-ID`, see `Engine.tenant`); absent or null: the default tenant. A key
+   * is refused (403) on requests for any other tenant.
+   */
+  tenant?: string | null;
   /** base64url HMAC-SHA256 of the full key under the handler's secret. */
   hash: string;
 }
@@ -65,19 +70,21 @@ export const isApplicationKey = (key: string): boolean => KEY.test(key);
  * return key; // to the user's client, once
  * ```
  */
-export function createApplicationKey(userId: string, options: { secret: ApplicationKeySecret }): CreatedApplicationKey {
+export function createApplicationKey(userId: string, options: { secret: ApplicationKeySecret; tenant?: string | null }): CreatedApplicationKey {
   if (typeof userId !== 'string' || userId.length === 0 || userId.length > 255) throw new ValidationError('userId must be a string of 1 to 255 characters', [{ path: ['userId'], message: '1 to 255 characters' }]);
+  const tenant = options?.tenant ?? null;
+  if (tenant !== null && (typeof tenant !== 'string' || tenant.length === 0 || tenant.length > 255)) throw new ValidationError('tenant must be null or a string of 1 to 255 characters', [{ path: ['tenant'], message: '1 to 255 characters' }]);
   const secret = secretBytes(options?.secret);
   const prefix = `app_${randomBytes(9).toString('base64url')}`;
   const key = `${prefix}.${randomBytes(32).toString('base64url')}`;
-  return { id: randomUUID(), prefix, userId, hash: mac(secret, key).toString('base64url'), key };
+  return { id: randomUUID(), prefix, userId, ...(tenant === null ? {} : { tenant }), hash: mac(secret, key).toString('base64url'), key };
 }
 
 /**
  * A verifier over `options`: the user a presented key is scoped to, or null for a key that is not of the form,
  * has no record, or whose body does not match (compared in constant time).
  */
-export function applicationKeyVerifier(options: ApplicationKeysOptions): (key: string) => Promise<{ userId: string; prefix: string } | null> {
+export function applicationKeyVerifier(options: ApplicationKeysOptions): (key: string) => Promise<{ userId: string; prefix: string; tenant: string | null } | null> {
   if (typeof options !== 'object' || options === null) throw new ValidationError('applicationKeys must be an object', [{ path: ['applicationKeys'], message: 'must be an object' }]);
   const secret = secretBytes(options.secret);
   const { lookup, records } = options;
@@ -94,6 +101,8 @@ export function applicationKeyVerifier(options: ApplicationKeysOptions): (key: s
     const stored = record && typeof record.hash === 'string' ? Buffer.from(record.hash, 'base64url') : Buffer.alloc(expected.length);
     const same = stored.length === expected.length ? timingSafeEqual(stored, expected) : timingSafeEqual(expected, expected) && false;
     if (!record || !same || record.prefix !== prefix || typeof record.userId !== 'string' || record.userId === '') return null;
-    return { userId: record.userId, prefix };
+    const tenant = record.tenant ?? null;
+    if (tenant !== null && (typeof tenant !== 'string' || tenant === '')) return null;
+    return { userId: record.userId, prefix, tenant };
   };
 }

@@ -8,6 +8,7 @@
  * - `{prefix}{index}:h`  hash user id -> "version|member|value" (a removed entry keeps "version||", so an
  *   older write that arrives late is still refused; `scanUsers` lists the hash's live entries).
  * - `{prefix}{index}:r:<user>` list of daily rank-history rows, newest first, at most 100.
+ * A tenant's index (`tenant(id)`) uses the prefix `{prefix}t:<id, URI-encoded>:` instead.
  * `erase` (a user's erasure) removes the user's member, hash field and history list from each index it is
  * given, so nothing of the user stays (a reset leaves "version||" instead of nothing).
  * A whole `apply` (all the writes of a commit, or of a batch of commits) runs as one Lua script, one round
@@ -383,6 +384,20 @@ function plan(writes: readonly VersionedWrite[], cluster: boolean): number[][][]
  * ```
  */
 export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex {
+  const root = options?.prefix ?? 'laurel:';
+  // A tenant's keys are `{prefix}t:<tenant, URI-encoded>:{index}:...`. Encoded, a tenant id holds no `{`,
+  // `}` or `:`, so its keys never meet another tenant's or the default tenant's (`{prefix}{index}:...`).
+  const tenants = new Map<string, RankIndex>();
+  const tenant = (id: string): RankIndex => {
+    let index = tenants.get(id);
+    if (!index) tenants.set(id, (index = redisRankIndex(options, `${root}t:${encodeURIComponent(id)}:`, tenant)));
+    return index;
+  };
+  return redisRankIndex(options, root, tenant);
+}
+
+/** The rank index of one tenant (the default tenant's too) at `prefix`; `tenant` finds the siblings. */
+function redisRankIndex(options: RedisRankIndexOptions, prefix: string, tenant: (id: string) => RankIndex): RankIndex {
   if (typeof options !== 'object' || options === null) throw new ValidationError('createRedisRankIndex: options must be an object', [{ path: [], message: 'must be an object' }]);
   const { redis } = options;
   if (typeof redis !== 'object' || redis === null || typeof redis.call !== 'function') {
@@ -392,7 +407,6 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
   if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMER_MS) {
     throw new ValidationError(`createRedisRankIndex: timeoutMs must be an integer from 1 to ${MAX_TIMER_MS}`, [{ path: ['timeoutMs'], message: `must be an integer from 1 to ${MAX_TIMER_MS}` }]);
   }
-  const prefix = options.prefix ?? 'laurel:';
   const cluster = redis.isCluster === true;
   const keys = (index: string) => ({ z: `${prefix}{${index}}:z`, h: `${prefix}{${index}}:h`, r: (userId: string) => `${prefix}{${index}}:r:${userId}` });
 
@@ -548,6 +562,7 @@ export function createRedisRankIndex(options: RedisRankIndexOptions): RankIndex 
   }
 
   return {
+    tenant,
     apply: (writes: readonly VersionedWrite[]) => bounded('apply', (call): Promise<RankChange[]> => {
       const out: RankChange[] = new Array(writes.length);
       if (writes.length === 0) return Promise.resolve(out);

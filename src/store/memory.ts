@@ -288,9 +288,15 @@ export interface MemoryStoreOptions {
 }
 
 /** The in-memory store returned by {@link createMemoryStore}. */
-export interface MemoryStore extends Omit<Store, keyof OutboxStore>, OutboxStore {
-  /** Number of users stored. */
+export interface MemoryStore extends Omit<Store, keyof OutboxStore | 'tenant'>, OutboxStore {
+  /** Number of users stored (of this tenant). */
   readonly userCount: number;
+  /**
+   * The store of tenant `id` (see `Store.tenant`): a partition of its own in this process, made on first
+   * use, with every structure (users, ledgers, indexes, counters, boosts, outbox) separate from the other
+   * tenants'. Tenants do not nest: `tenant` on a tenant's store returns the sibling tenant.
+   */
+  tenant(id: string): MemoryStore;
 }
 
 /**
@@ -305,6 +311,17 @@ export interface MemoryStore extends Omit<Store, keyof OutboxStore>, OutboxStore
  */
 export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   options = options ?? {};
+  const tenants = new Map<string, MemoryStore>();
+  const tenant = (id: string): MemoryStore => {
+    let store = tenants.get(id);
+    if (!store) tenants.set(id, (store = partition(options, tenant)));
+    return store;
+  };
+  return partition(options, tenant);
+}
+
+/** One tenant's store (the default tenant's too); `tenant` finds or makes the sibling partitions. */
+function partition(options: MemoryStoreOptions, tenant: (id: string) => MemoryStore): MemoryStore {
   const users = new Map<string, StoredUser>();
   // user -> (metric NUL key) -> `eventId NUL at`: one short string per record, grouped by user so that an
   // erasure finds the user's records without scanning everyone's.
@@ -556,6 +573,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     get userCount() {
       return users.size;
     },
+    tenant,
     readChanges: (page) => outbox.readChanges(page),
     claimConsumer: (lease) => outbox.claimConsumer(lease),
     advanceConsumer: (update) => outbox.advanceConsumer(update),

@@ -73,6 +73,12 @@ export interface RankIndex {
    * refused. MUST be idempotent. SHOULD bound its time as `apply` does.
    */
   erase(userId: string, indexes: readonly string[], version?: number): Promise<void>;
+  /**
+   * OPTIONAL: the rank index of tenant `id` (see `Store.tenant`): the same rules, over entries disjoint from
+   * every other tenant's and the default tenant's (the Redis index: a key prefix per tenant). Tenants do not
+   * nest. `withRankIndex` offers `tenant` only when both the store and the index have it.
+   */
+  tenant?(id: string): RankIndex;
 }
 
 export interface WithRankIndexOptions {
@@ -214,6 +220,18 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
       return result;
     },
   };
+  // A tenant's store pairs the store's tenant with the index's: both partition, or neither may (a store's
+  // tenants over one shared rank index would share boards).
+  if (typeof store.tenant === 'function' && typeof rankIndex.tenant === 'function') {
+    const tenants = new Map<string, Store>();
+    const storeOf = store.tenant.bind(store);
+    const indexOf = rankIndex.tenant.bind(rankIndex);
+    wrapped.tenant = (id) => {
+      let t = tenants.get(id);
+      if (!t) tenants.set(id, (t = withRankIndex(storeOf(id), indexOf(id), options)));
+      return t;
+    };
+  }
   if (typeof store.loadForEvents === 'function') {
     const loadForEvents = store.loadForEvents.bind(store);
     wrapped.loadForEvents = (userIds, lookups) => loadForEvents(userIds, lookups);
