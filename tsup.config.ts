@@ -9,6 +9,9 @@ export default defineConfig([
       index: 'src/index.ts',
       memory: 'src/memory.ts',
       testing: 'src/testing/index.ts',
+      'testing-vitest': 'src/testing/vitest.ts',
+      'testing-jest': 'src/testing/jest.ts',
+      'testing-node': 'src/testing/node.ts',
       http: 'src/http.ts',
       postgres: 'src/postgres.ts',
       redis: 'src/redis.ts',
@@ -23,6 +26,8 @@ export default defineConfig([
     splitting: true,
     treeshake: true,
     external,
+    // Keep `node:` on built-in imports: `node:test` (laurel/testing/node) has no unprefixed name.
+    removeNodeProtocol: false,
   },
   // The `laurel` command (package.json "bin"): ESM only, executable. It imports the library by the package's
   // own name (`laurel`, `laurel/postgres`, `laurel/redis`, resolved through "exports" at run time), so it

@@ -50,6 +50,7 @@ export interface ValidationIssue {
 
 /** Input that is malformed: a non-finite value, an empty user id, a bad time zone, bad query parameters. */
 export class ValidationError extends LaurelError {
+  declare readonly code: 'VALIDATION';
   readonly issues: ValidationIssue[];
   constructor(message: string, issues: ValidationIssue[] = [], options?: { cause?: unknown }) {
     super('VALIDATION', 400, message, options);
@@ -59,6 +60,7 @@ export class ValidationError extends LaurelError {
 
 /** An event or user named attribute keys that the configuration does not declare (semantics section 2). */
 export class InvalidAttributeKeysError extends LaurelError {
+  declare readonly code: 'INVALID_ATTRIBUTE_KEYS';
   readonly keys: string[];
   constructor(keys: string[]) {
     super(
@@ -75,6 +77,7 @@ export type NotFoundKind = 'metric' | 'user' | 'achievement' | 'pointsSystem' | 
 
 /** An unknown metric, user, achievement, points system or leaderboard. */
 export class NotFoundError extends LaurelError {
+  declare readonly code: 'NOT_FOUND';
   readonly kind: NotFoundKind;
   readonly key: string;
   constructor(kind: NotFoundKind, key: string) {
@@ -90,6 +93,7 @@ export class NotFoundError extends LaurelError {
  * only lets it escape once its retries are spent.
  */
 export class ConflictError extends LaurelError {
+  declare readonly code: 'CONFLICT';
   constructor(message: string, options?: { cause?: unknown }) {
     super('CONFLICT', 409, message, options);
   }
@@ -97,6 +101,7 @@ export class ConflictError extends LaurelError {
 
 /** An event would take a `blockIfOutOfPoints` system below zero; nothing was recorded. */
 export class InsufficientPointsError extends LaurelError {
+  declare readonly code: 'INSUFFICIENT_POINTS';
   readonly pointsSystemKey: string;
   readonly total: number;
   readonly required: number;
@@ -114,6 +119,7 @@ export class InsufficientPointsError extends LaurelError {
 
 /** A level summary was asked of a points system that has no levels (the hosted service answers 422). */
 export class NoLevelsError extends LaurelError {
+  declare readonly code: 'NO_LEVELS';
   readonly pointsSystemKey: string;
   constructor(pointsSystemKey: string) {
     super('NO_LEVELS', 422, `Points system "${pointsSystemKey}" has no levels.`);
@@ -123,6 +129,7 @@ export class NoLevelsError extends LaurelError {
 
 /** The configuration given to `defineConfig` is invalid; `issues` lists every problem with its path. */
 export class ConfigError extends LaurelError {
+  declare readonly code: 'CONFIG';
   readonly issues: ValidationIssue[];
   constructor(issues: ValidationIssue[]) {
     super(
@@ -141,6 +148,7 @@ export class ConfigError extends LaurelError {
  * an idempotency key it is safe even then.
  */
 export class StorageUnavailableError extends LaurelError {
+  declare readonly code: 'STORAGE_UNAVAILABLE';
   /**
    * `false`: nothing was committed. `'unknown'`: the connection broke while the database was committing and
    * its outcome could not be read back in time (retry with the same idempotency key to settle it).
@@ -164,6 +172,7 @@ export function storageError(where: string, error: unknown): LaurelError {
 
 /** A request without a valid API key (HTTP layer). */
 export class UnauthorizedError extends LaurelError {
+  declare readonly code: 'UNAUTHORIZED';
   constructor(message = 'Unauthorized: missing or invalid X-API-KEY header.') {
     super('UNAUTHORIZED', 401, message);
   }
@@ -174,7 +183,33 @@ export function isLaurelError(value: unknown): value is LaurelError {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
 }
 
-/** True when `value` is a Laurel error with the given code. */
-export function isLaurelErrorCode<C extends LaurelErrorCode>(value: unknown, code: C): value is LaurelError & { code: C } {
+/**
+ * The class each error code is thrown as: `isLaurelErrorCode(e, code)` narrows `e` to it, so that the
+ * subclass's fields (`total` and `required` of {@link InsufficientPointsError}, `issues` of
+ * {@link ValidationError}, ...) can be read without a cast. Every code has its own subclass.
+ */
+export interface LaurelErrorByCode {
+  VALIDATION: ValidationError;
+  INVALID_ATTRIBUTE_KEYS: InvalidAttributeKeysError;
+  NOT_FOUND: NotFoundError;
+  CONFLICT: ConflictError;
+  INSUFFICIENT_POINTS: InsufficientPointsError;
+  NO_LEVELS: NoLevelsError;
+  CONFIG: ConfigError;
+  UNAUTHORIZED: UnauthorizedError;
+  STORAGE_UNAVAILABLE: StorageUnavailableError;
+}
+
+/**
+ * True when `value` is a Laurel error with the given code; narrows it to that code's class
+ * ({@link LaurelErrorByCode}).
+ *
+ * @example
+ * ```ts
+ * try { await engine.recordEvent('quizzes', input); }
+ * catch (e) { if (isLaurelErrorCode(e, 'INSUFFICIENT_POINTS')) console.log(e.total, e.required); }
+ * ```
+ */
+export function isLaurelErrorCode<C extends LaurelErrorCode>(value: unknown, code: C): value is LaurelErrorByCode[C] {
   return isLaurelError(value) && value.code === code;
 }

@@ -35,6 +35,7 @@ export { awardOfRow } from './core/points.js';
 export type {
   LaurelConfig,
   ConfigKeys,
+  ConfigKeysOf,
   KeysOf,
   MetricKeyOf,
   AchievementKeyOf,
@@ -48,7 +49,7 @@ export type {
   RuleFingerprints,
   CompiledTrigger,
 } from './config/define.js';
-export type { ConfigInput, ParsedConfig } from './config/schema.js';
+export type { ConfigInput, DeepReadonly, ParsedConfig } from './config/schema.js';
 export type { StepResult, CompletionResult } from './core/apply.js';
 export type {
   AchievementView,
@@ -61,7 +62,9 @@ export type {
   Effects,
   EventInput,
   EventLeaderboard,
+  EventLeaderboardMap,
   EventPoints,
+  EventPointsMap,
   EventResponse,
   EventStreak,
   IdempotencyRecord,
@@ -91,7 +94,7 @@ export type {
   UserState,
   YearlyChanges,
 } from './core/types.js';
-export type { LaurelErrorCode, NotFoundKind, ValidationIssue } from './errors.js';
+export type { LaurelErrorByCode, LaurelErrorCode, NotFoundKind, ValidationIssue } from './errors.js';
 export type {
   Engine,
   EngineOptions,
@@ -110,6 +113,8 @@ export type {
   BoardStatus,
   OperationOptions,
   Profile,
+  ProfilePoints,
+  ProfileStanding,
   Replayable,
 } from './engine/engine.js';
 export { applyOperation, MAX_PAUSE_DAYS, MAX_PAUSES } from './core/operations.js';

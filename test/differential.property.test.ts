@@ -4,7 +4,9 @@
  * reset), hostile strings, numbers at the bounds and keys named after Object.prototype members included, go
  * to an engine on the memory store, on the PostgreSQL store (the real server when LAUREL_PG_URL is set, else
  * PGlite) and on PostgreSQL with Redis ranks (when LAUREL_REDIS_URL is set). Every response (or error code)
- * and every final state must be identical: a rule that holds on one store and not another is a bug.
+ * and every final state must be identical: a rule that holds on one store and not another is a bug. Calls go
+ * to the default tenant and to two others (`engine.tenant`, ids differing only in case), bad tenant ids
+ * included: every tenant's answers, states and change events must be identical too.
  */
 import { PGlite } from '@electric-sql/pglite';
 import fc from 'fast-check';
@@ -106,6 +108,11 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 
 type Engine = ReturnType<typeof createEngine<typeof config>>;
 
+/** Tenants a call goes to: the default one (undefined) most often, two others, and ids every store refuses. */
+const TENANTS = [undefined, 'acme', 'Acme'] as const;
+const tenantOf = mostly<string | undefined>(TENANTS, ['', 't'.repeat(256), 'a\u0000']);
+const tenantOp: fc.Arbitrary<Op & { tenant?: string }> = fc.tuple(op, fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: tenantOf })).map(([o, t]) => (t === undefined ? o : { ...o, tenant: t }));
+
 async function perform(engine: Engine, o: Op): Promise<unknown> {
   switch (o.kind) {
     case 'event': {
@@ -206,9 +213,9 @@ async function perform(engine: Engine, o: Op): Promise<unknown> {
 }
 
 /** A call's outcome in comparable form: the result, or the error's code (every failure must be a LaurelError). */
-async function outcome(engine: Engine, o: Op): Promise<unknown> {
+async function outcome(engine: Engine, o: Op & { tenant?: string }): Promise<unknown> {
   try {
-    return { ok: await perform(engine, o) };
+    return { ok: await perform(o.tenant === undefined ? engine : engine.tenant(o.tenant), o) };
   } catch (error) {
     if (!isLaurelError(error)) throw error;
     return { error: error.code };
@@ -244,7 +251,7 @@ if (redis) backends.push({ name: 'postgres + redis ranks', make: async () => wit
 describe(`differential: ${backends.map((b) => b.name).join(' = ')}`, () => {
   it('the same random calls give identical responses, errors and final states on every store', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(op, { minLength: 10, maxLength: 60, size: 'max' }), async (ops) => {
+      fc.asyncProperty(fc.array(tenantOp, { minLength: 10, maxLength: 60, size: 'max' }), async (ops) => {
         const runs = await Promise.all(
           backends.map(async (b) => {
             let now = Date.parse('2026-01-05T03:30:00Z');
@@ -261,25 +268,29 @@ describe(`differential: ${backends.map((b) => b.name).join(' = ')}`, () => {
           }
           for (let k = 1; k < runs.length; k++) expect(results[k], `op ${i} ${JSON.stringify(o)} on ${runs[k]?.b.name}`).toEqual(results[0]);
         }
-        const finals = await Promise.all(runs.map((r) => r.store.loadUsers(USERS)));
-        for (let k = 1; k < runs.length; k++) expect(finals[k], `final states on ${runs[k]?.b.name}`).toEqual(finals[0]);
-        const ledgers = await Promise.all(runs.map((r) => Promise.all(USERS.map((u) => r.store.readLedger({ userId: u, kind: 'points', key: 'toString', order: 'asc' })))));
-        for (let k = 1; k < runs.length; k++) expect(ledgers[k], `ledgers on ${runs[k]?.b.name}`).toEqual(ledgers[0]);
-        // The same change events, in the same order, with the same ids and payloads (positions are the store's own).
-        // PostgreSQL's readChanges may hold recent events back while other transactions on the server are in
-        // flight (an event is never skipped, it can come later): read until every store has as many as memory.
-        const expected = (await allChanges(runs[0]!.engine)).length;
-        const changes = await Promise.all(
-          runs.map(async (r) => {
-            let list = await allChanges(r.engine);
-            for (let i = 0; i < 100 && list.length < expected; i++) {
-              await new Promise((resolve) => setTimeout(resolve, 50));
-              list = await allChanges(r.engine);
-            }
-            return list.map(({ position: _p, ...e }) => e);
-          }),
-        );
-        for (let k = 1; k < runs.length; k++) expect(changes[k], `change events on ${runs[k]?.b.name}`).toEqual(changes[0]);
+        for (const tenant of TENANTS) {
+          const of = (r: (typeof runs)[number]) => ({ store: tenant === undefined ? r.store : (r.store.tenant?.(tenant) as Store), engine: tenant === undefined ? r.engine : r.engine.tenant(tenant) });
+          const label = (k: number) => `${runs[k]?.b.name}, tenant ${tenant ?? '(default)'}`;
+          const finals = await Promise.all(runs.map((r) => of(r).store.loadUsers(USERS)));
+          for (let k = 1; k < runs.length; k++) expect(finals[k], `final states on ${label(k)}`).toEqual(finals[0]);
+          const ledgers = await Promise.all(runs.map((r) => Promise.all(USERS.map((u) => of(r).store.readLedger({ userId: u, kind: 'points', key: 'toString', order: 'asc' })))));
+          for (let k = 1; k < runs.length; k++) expect(ledgers[k], `ledgers on ${label(k)}`).toEqual(ledgers[0]);
+          // The same change events, in the same order, with the same ids and payloads (positions are the store's own).
+          // PostgreSQL's readChanges may hold recent events back while other transactions on the server are in
+          // flight (an event is never skipped, it can come later): read until every store has as many as memory.
+          const expected = (await allChanges(of(runs[0]!).engine)).length;
+          const changes = await Promise.all(
+            runs.map(async (r) => {
+              let list = await allChanges(of(r).engine);
+              for (let i = 0; i < 100 && list.length < expected; i++) {
+                await new Promise((resolve) => setTimeout(resolve, 50));
+                list = await allChanges(of(r).engine);
+              }
+              return list.map(({ position: _p, ...e }) => e);
+            }),
+          );
+          for (let k = 1; k < runs.length; k++) expect(changes[k], `change events on ${label(k)}`).toEqual(changes[0]);
+        }
       }),
       { numRuns: Number(process.env.DIFF_RUNS ?? (PG_URL ? 30 : 12)) },
     );

@@ -41,13 +41,13 @@ const knobs = fc.record({
 type Knobs = typeof knobs extends fc.Arbitrary<infer K> ? K : never;
 
 function configOf(k: Knobs): LaurelConfig {
-  const achievements: ConfigInput['achievements'] = [
+  const achievements: NonNullable<ConfigInput['achievements']>[number][] = [
     { key: 'three', name: 'Lessons', trigger: 'metric', metricKey: 'lessons', metricValue: k.three, ...(k.filtered ? { eventAttributes: { device: 'ios' } } : {}) },
     { key: 'streaky', name: 'Streaky', trigger: 'streak', streakLength: k.streakLength },
     { key: 'welcome', name: 'Welcome', trigger: 'api', ...(k.filtered ? { userAttributes: { plan: 'pro' } } : {}) },
   ];
   if (k.composite) achievements.push({ key: 'both', name: 'Both', trigger: 'achievement', achievementKeys: ['three', 'streaky'] });
-  const coins: NonNullable<ConfigInput['pointsSystems']>[number]['triggers'] = [{ key: 'signup', type: 'user_creation', points: k.signup }];
+  const coins: NonNullable<NonNullable<ConfigInput['pointsSystems']>[number]['triggers']>[number][] = [{ key: 'signup', type: 'user_creation', points: k.signup }];
   if (k.hourly !== null) coins.push({ key: 'refill', type: 'time', timeUnit: 'hour', timeInterval: 6, points: k.hourly });
   if (k.quizCost !== null) coins.push({ key: 'quiz-cost', type: 'metric', metricKey: 'quizzes', metricThreshold: 1, points: -k.quizCost, blockIfOutOfPoints: true });
   return defineConfig({

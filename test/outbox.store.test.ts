@@ -561,15 +561,16 @@ describe('PostgreSQL outbox plans (PGlite)', () => {
     await db.query('SET enable_seqscan = off');
     try {
       const plan = async (sql: string) => (await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
-      const changes = await plan(`SELECT * FROM ${schema}.outbox o WHERE (o.xid, o.seq) > ('5'::xid8, 7::bigint) AND o.xid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY o.xid, o.seq LIMIT 10`);
+      // The store's reads, in the default tenant ('', migration 008).
+      const changes = await plan(`SELECT * FROM ${schema}.outbox o WHERE o.tenant = '' AND (o.xid, o.seq) > ('5'::xid8, 7::bigint) AND o.xid < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY o.xid, o.seq LIMIT 10`);
       expect(changes).toContain('outbox_pkey');
       expect(changes).not.toContain('Sort');
-      const due = await plan(`SELECT user_id FROM ${schema}.users WHERE due IS NOT NULL AND due <= '2026' ORDER BY due, user_id LIMIT 10 FOR UPDATE SKIP LOCKED`);
+      const due = await plan(`SELECT user_id FROM ${schema}.users WHERE tenant = '' AND due IS NOT NULL AND due <= '2026' ORDER BY due, user_id LIMIT 10 FOR UPDATE SKIP LOCKED`);
       expect(due).toContain('users_due');
       expect(due).not.toContain('Sort');
-      expect(await plan(`SELECT xid, seq FROM ${schema}.outbox WHERE at < '2026' ORDER BY at LIMIT 10`)).toContain('outbox_at');
-      expect(await plan(`DELETE FROM ${schema}.outbox WHERE user_id = 'u'`)).toContain('outbox_user');
-      expect(await plan(`SELECT * FROM ${schema}.deliveries WHERE consumer = 'c' ORDER BY seq DESC LIMIT 10`)).toContain('deliveries_consumer');
+      expect(await plan(`SELECT xid, seq FROM ${schema}.outbox WHERE tenant = '' AND at < '2026' ORDER BY at LIMIT 10`)).toContain('outbox_at');
+      expect(await plan(`DELETE FROM ${schema}.outbox WHERE tenant = '' AND user_id = 'u'`)).toContain('outbox_user');
+      expect(await plan(`SELECT * FROM ${schema}.deliveries WHERE tenant = '' AND consumer = 'c' ORDER BY seq DESC LIMIT 10`)).toContain('deliveries_consumer');
     } finally {
       await db.query('SET enable_seqscan = on');
     }

@@ -3,7 +3,8 @@ import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresStore, MIGRATIONS, type PostgresClient, type PostgresStore } from '../src/postgres.js';
-import { describeStoreConformance, sampleState } from '../src/testing/index.js';
+import { sampleState } from '../src/testing/index.js';
+import { describeStoreConformance } from '../src/testing/vitest.js';
 import { PG_URL, uniq } from './servers.js';
 
 const db = new PGlite();
@@ -40,9 +41,10 @@ describe('postgres migrations', () => {
     const schema = `conformance_${n}`;
     await db.query('SET enable_seqscan = off');
     const plan = async (sql: string) => (await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
-    expect(await plan(`SELECT * FROM ${schema}.ledger WHERE user_id = 'u' AND kind = 'points' AND key = 'xp' AND at >= '2026' AND at < '2027' ORDER BY at, seq`)).toContain('ledger_range');
-    expect(await plan(`SELECT count(*) FROM ${schema}.entries WHERE idx = 'i' AND (neg_value, reached_at, user_utf16) < (-5, '2026', ${schema}.utf16_hex('u'))`)).toContain('entries_order');
-    expect(await plan(`SELECT user_id FROM ${schema}.entries WHERE idx = 'i' ORDER BY neg_value, reached_at, user_utf16 LIMIT 10`)).toContain('entries_order');
+    // The store's reads, in the default tenant ('', migration 008).
+    expect(await plan(`SELECT * FROM ${schema}.ledger WHERE tenant = '' AND user_id = 'u' AND kind = 'points' AND key = 'xp' AND at >= '2026' AND at < '2027' ORDER BY at, seq`)).toContain('ledger_range');
+    expect(await plan(`SELECT count(*) FROM ${schema}.entries WHERE tenant = '' AND idx = 'i' AND (neg_value, reached_at, user_utf16) < (-5, '2026', ${schema}.utf16_hex('u'))`)).toContain('entries_order');
+    expect(await plan(`SELECT user_id FROM ${schema}.entries WHERE tenant = '' AND idx = 'i' ORDER BY neg_value, reached_at, user_utf16 LIMIT 10`)).toContain('entries_order');
     await db.query('SET enable_seqscan = on');
   });
 
@@ -58,19 +60,19 @@ describe('postgres migrations', () => {
     await db.query('SET enable_seqscan = off');
     const plan = async (sql: string) => (await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
     // Every metric: one backward range scan after the cursor, no sort.
-    const all = await plan(`SELECT * FROM ${schema}.ledger WHERE user_id = 'u1' AND kind = 'metric' AND (at, key, seq) < ('2026-01-01T00:00:30.000Z', 'm1', 5::bigint) ORDER BY at DESC, key DESC, seq DESC LIMIT 21`);
+    const all = await plan(`SELECT * FROM ${schema}.ledger WHERE tenant = '' AND user_id = 'u1' AND kind = 'metric' AND (at, key, seq) < ('2026-01-01T00:00:30.000Z', 'm1', 5::bigint) ORDER BY at DESC, key DESC, seq DESC LIMIT 21`);
     expect(all).toContain('ledger_metric_recent');
     expect(all).not.toContain('Sort');
     // (With few rows per metric the planner may read them all and sort; with many it scans backwards.)
     for (const key of ['m1', 'rare']) {
-      const one = await plan(`SELECT * FROM ${schema}.ledger WHERE user_id = 'u1' AND kind = 'metric' AND key = '${key}' AND (key, at, seq) < ('${key}', '2026-01-01T00:00:30.000Z', 5::bigint) ORDER BY at DESC, seq DESC LIMIT 21`);
+      const one = await plan(`SELECT * FROM ${schema}.ledger WHERE tenant = '' AND user_id = 'u1' AND kind = 'metric' AND key = '${key}' AND (key, at, seq) < ('${key}', '2026-01-01T00:00:30.000Z', 5::bigint) ORDER BY at DESC, seq DESC LIMIT 21`);
       expect(one).toContain('ledger_range');
     }
-    expect(await plan(`SELECT idx FROM ${schema}.entries WHERE user_id = 'u'`)).toContain('entries_user');
-    expect(await plan(`SELECT idx FROM ${schema}.rank_history WHERE user_id = 'u'`)).toContain('rank_history_user');
-    expect(await plan(`SELECT 1 FROM ${schema}.ledger WHERE user_id = 'u'`)).toContain('ledger_user_seq');
-    expect(await plan(`SELECT 1 FROM ${schema}.idempotency WHERE user_id = 'u'`)).toMatch(/idempotency_pkey/);
-    expect(await plan(`SELECT 1 FROM ${schema}.entry_removals WHERE user_id = 'u'`)).toMatch(/entry_removals_pkey/);
+    expect(await plan(`SELECT idx FROM ${schema}.entries WHERE tenant = '' AND user_id = 'u'`)).toContain('entries_user');
+    expect(await plan(`SELECT idx FROM ${schema}.rank_history WHERE tenant = '' AND user_id = 'u'`)).toContain('rank_history_user');
+    expect(await plan(`SELECT 1 FROM ${schema}.ledger WHERE tenant = '' AND user_id = 'u'`)).toContain('ledger_user_seq');
+    expect(await plan(`SELECT 1 FROM ${schema}.idempotency WHERE tenant = '' AND user_id = 'u'`)).toMatch(/idempotency_pkey/);
+    expect(await plan(`SELECT 1 FROM ${schema}.entry_removals WHERE tenant = '' AND user_id = 'u'`)).toMatch(/entry_removals_pkey/);
     await db.query('SET enable_seqscan = on');
   });
 });

@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { compareEntries, createEngine, isLaurelError, isLaurelErrorCode, withRankIndex, type LaurelError, type Store } from '../src/index.js';
 import { createPostgresStore } from '../src/postgres.js';
 import { createRedisRankIndex } from '../src/redis.js';
-import { describeStoreConformance, sequentialIds } from '../src/testing/index.js';
+import { sequentialIds } from '../src/testing/index.js';
+import { describeStoreConformance } from '../src/testing/vitest.js';
 import { PG_URL, REDIS_URL, uniq } from './servers.js';
 import { DISTINCT, multiConfig, plannedEvent, PROCESSES, USERS } from './workers/shared.js';
 

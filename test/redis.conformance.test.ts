@@ -5,7 +5,7 @@ import { createMemoryStore } from '../src/memory.js';
 import { createPostgresStore } from '../src/postgres.js';
 import { createEngine, defineConfig } from '../src/index.js';
 import { createRedisRankIndex, rebuildRankIndex, withRankIndex } from '../src/redis.js';
-import { describeStoreConformance } from '../src/testing/index.js';
+import { describeStoreConformance } from '../src/testing/vitest.js';
 import { REDIS_URL, uniq } from './servers.js';
 
 describe.skipIf(!REDIS_URL)('Redis rank index (needs LAUREL_REDIS_URL)', () => {

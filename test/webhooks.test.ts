@@ -281,6 +281,27 @@ describe('createWebhookRelay against a loopback receiver', () => {
     expect(headers.Authorization).toBe('Bearer abc');
     expect(verifyWebhookSignature({ body: init.body as string, header: headers['Laurel-Signature'], secret: SECRET })).toBe(true);
     expect(outcomes[0]).toMatchObject({ ok: true, status: 202, attempt: 1 });
+    expect(headers['Tenant-ID']).toBeUndefined();
+  });
+
+  it("a relay over a tenant's engine posts that tenant's events only, with its Tenant-ID", async () => {
+    const s = setup();
+    await record(s, 'u1');
+    const acme = { engine: s.engine.tenant('acme'), store: s.store };
+    await record(acme, 'a1');
+    const calls: RequestInit[] = [];
+    const fetch = (async (_url: string, init: RequestInit) => {
+      calls.push(init);
+      return new Response(null, { status: 200 });
+    }) as unknown as typeof globalThis.fetch;
+    const outcomes: DeliveryRecord[] = [];
+    relay(acme, { url: 'https://hooks.example.com/laurel', fetch, onDelivery: (r) => outcomes.push(r) });
+    const expected = (await allChanges(acme.engine)).length;
+    await until(() => outcomes.length >= expected, 'every acme event');
+    expect(expected).toBeGreaterThan(0);
+    expect(calls.map((c) => (c.headers as Record<string, string>)['Tenant-ID'])).toEqual(Array(expected).fill('acme'));
+    expect(calls.every((c) => !String(c.body).includes('"u1"'))).toBe(true);
+    expect(() => createWebhookRelay(s.engine, { secret: SECRET, consumer: 'c', url: 'https://x.example.com', headers: { 'tenant-id': 'x' } })).toThrow(/tenant-id/i);
   });
 });
 

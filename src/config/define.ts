@@ -322,6 +322,11 @@ function dependencyOrder(composites: readonly CompiledAchievement[], byKey: Read
 /**
  * Validates and compiles a configuration.
  *
+ * The result carries the configuration's keys as literal types ({@link KeysOf}) when TypeScript kept them:
+ * for a configuration written inline, or declared first `as const` (or `as const satisfies ConfigInput`). A
+ * configuration declared first without `as const` has `string` keys (TypeScript widens the strings of a
+ * plain object literal); it compiles, and the engine then takes any string. See the README, "Types".
+ *
  * @throws {ConfigError} listing every zod issue with its path, when the configuration is invalid.
  * @example
  * ```ts
@@ -485,8 +490,13 @@ export function defineConfig<const T extends ConfigInput>(input: T): LaurelConfi
   return deepFreeze(compiled);
 }
 
-/** Configuration keys typed from a compiled configuration. */
+/** The key types a compiled configuration carries ({@link ConfigKeys}, every one `string`, for an untyped one). */
+export type ConfigKeysOf<C> = C extends LaurelConfig<infer K> ? K : ConfigKeys;
+/** The metric keys of a compiled configuration (`string` for an untyped one). */
 export type MetricKeyOf<C> = C extends LaurelConfig<infer K> ? K['metric'] : string;
+/** The achievement keys of a compiled configuration (`string` for an untyped one). */
 export type AchievementKeyOf<C> = C extends LaurelConfig<infer K> ? K['achievement'] : string;
+/** The points-system keys of a compiled configuration (`string` for an untyped one). */
 export type PointsKeyOf<C> = C extends LaurelConfig<infer K> ? K['points'] : string;
+/** The leaderboard keys of a compiled configuration (`string` for an untyped one). */
 export type LeaderboardKeyOf<C> = C extends LaurelConfig<infer K> ? K['leaderboard'] : string;

@@ -340,8 +340,24 @@ export const configSchema = z
     });
   });
 
-/** What `defineConfig` accepts (zod's input type: defaults may be omitted). */
-export type ConfigInput = z.input<typeof configSchema>;
+/**
+ * `T` with every array and object property read-only, at every depth: what an `as const` object literal
+ * is. Input types are declared through it so that both mutable and `as const` values are accepted.
+ */
+export type DeepReadonly<T> = T extends (...args: never[]) => unknown
+  ? T
+  : T extends readonly (infer E)[]
+    ? readonly DeepReadonly<E>[]
+    : T extends object
+      ? { readonly [P in keyof T]: DeepReadonly<T[P]> }
+      : T;
+
+/**
+ * What `defineConfig` accepts (zod's input type: defaults may be omitted), read-only at every depth so that
+ * a configuration declared `as const` (or `as const satisfies ConfigInput`) is accepted as well as a mutable
+ * one. Its keys are `string`: `defineConfig` infers the literal keys from the value it is given.
+ */
+export type ConfigInput = DeepReadonly<z.input<typeof configSchema>>;
 /** The configuration after validation and defaults. */
 export type ParsedConfig = z.output<typeof configSchema>;
 export type AchievementInput = z.input<typeof achievementSchema>;

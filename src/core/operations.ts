@@ -21,6 +21,10 @@ export const MAX_PAUSES = 10;
 /** The longest pause, in days. */
 export const MAX_PAUSE_DAYS = 366;
 
+/**
+ * What every streak, points and preferences operation answers: the user's streak afterwards, and a warning
+ * when the operation changed nothing or less than asked.
+ */
 export interface StreakOperationResult {
   /** The streak after the operation, as `getStreak` shows it (without history). */
   streak: StreakView & { extended: string | null; pauses: StreakPause[] };
@@ -28,6 +32,7 @@ export interface StreakOperationResult {
   warning?: string;
 }
 
+/** What `Engine.grantFreezes` answers: the freezes added and those refused beyond the configured maximum. */
 export interface GrantFreezesResult extends StreakOperationResult {
   /** Freezes added. */
   granted: number;
@@ -35,14 +40,17 @@ export interface GrantFreezesResult extends StreakOperationResult {
   excess: number;
 }
 
+/** What `Engine.restoreStreak` answers: `restored: false` (with a `warning`) when there was nothing to restore. */
 export interface RestoreStreakResult extends StreakOperationResult {
   restored: boolean;
 }
 
+/** What `Engine.pauseStreak` answers: the pause stored, with its id. */
 export interface PauseStreakResult extends StreakOperationResult {
   pause: StreakPause;
 }
 
+/** What `Engine.deletePause` answers: `deleted: false` (with a `warning`) when the user had no such pause. */
 export interface DeletePauseResult extends StreakOperationResult {
   deleted: boolean;
 }
@@ -53,10 +61,12 @@ export interface PreferencesView {
   streak: { enabled: boolean; mode: 'any' | 'all'; metrics: { key: string; threshold: number }[] } | null;
 }
 
+/** What `Engine.updatePreferences` answers: the user's preferences afterwards, with the defaults filled in. */
 export interface UpdatePreferencesResult extends StreakOperationResult {
   preferences: PreferencesView;
 }
 
+/** What `Engine.adjustPoints` answers: the points actually added or spent and the system's new total. */
 export interface AdjustPointsResult extends StreakOperationResult {
   /** Points actually added (negative for a spend; less than asked when a grant reaches `maxPoints`). */
   awarded: number;
@@ -66,16 +76,19 @@ export interface AdjustPointsResult extends StreakOperationResult {
   points: Record<string, EventPoints>;
 }
 
+/** What `Engine.createBoost` answers: the runtime boost created. */
 export interface CreateBoostResult extends StreakOperationResult {
   /** The boost created, as the store lists it. */
   boost: BoostRecord;
 }
 
+/** What `Engine.deleteBoost` answers: the id of the boost deleted. */
 export interface DeleteBoostResult extends StreakOperationResult {
   /** The boost's id. */
   id: string;
 }
 
+/** One result of `Engine.runOperations`, in the order of the operations: the result type of the operation's `op`. */
 export type OperationResult = AdjustPointsResult | GrantFreezesResult | RestoreStreakResult | PauseStreakResult | DeletePauseResult | UpdatePreferencesResult | CreateBoostResult | DeleteBoostResult;
 
 export const NOTIFICATION_TYPES: readonly NotificationType[] = ['achievement_completed', 'recap', 'reactivation', 'streak_reminder'];

@@ -3,6 +3,7 @@
  * effects (ledger rows, leaderboard writes, counters, idempotency record) a store commits atomically.
  * Everything here is plain JSON, so any store can persist it.
  */
+import type { ConfigKeys } from '../config/define.js';
 import type { Frequency, LocalDate } from './calendar.js';
 
 /** A user as sent with an event, an achievement completion or an identify call. */
@@ -369,7 +370,12 @@ export interface AchievementView {
   eventAttributes?: AttributePair[];
 }
 
-export interface UserAchievement extends AchievementView {
+/**
+ * An achievement as a user holds it. `A` is the configuration's achievement keys (literal when the
+ * configuration was typed by `defineConfig`), so that `key` compares only with keys that exist.
+ */
+export interface UserAchievement<A extends string = string> extends AchievementView {
+  key: A;
   achievedAt: string | null;
   /** For incomplete achievements read with `includeIncomplete`. */
   progress?: { current: number; target: number };
@@ -450,7 +456,9 @@ export interface PointsSystemView {
   maxPoints: number | null;
 }
 
-export interface EventPoints extends PointsSystemView {
+/** A points system an event (or a completion, an accrual) awarded points in. `P`: the system's key. */
+export interface EventPoints<P extends string = string> extends PointsSystemView {
+  key: P;
   total: number;
   level: LevelView | null;
   added: number;
@@ -480,7 +488,9 @@ export interface LeaderboardView {
   endTime: string | null;
 }
 
-export interface EventLeaderboard extends LeaderboardView {
+/** A leaderboard an event moved the user on. `L`: the board's key. */
+export interface EventLeaderboard<L extends string = string> extends LeaderboardView {
+  key: L;
   rank: number | null;
   previousRank: number | null;
   threshold: number;
@@ -489,15 +499,33 @@ export interface EventLeaderboard extends LeaderboardView {
   userAttributes: Record<string, string>;
 }
 
-/** The response of recording one event (wire shape `EventResponse`). */
-export interface EventResponse {
+/**
+ * The points systems a call awarded points in, by key. With literal keys `P` (a configuration typed by
+ * `defineConfig`) it has those keys, each optional: a system the call awarded nothing in is absent (and a
+ * repeated idempotency key awards nothing). With `string` keys it is a plain record.
+ */
+export type EventPointsMap<P extends string = string> = string extends P ? Record<string, EventPoints> : { [S in P]?: EventPoints<S> };
+
+/**
+ * The leaderboards a call moved the user on, by key. With literal keys `L` it has those keys, each optional:
+ * a board the call did not move the user on (another metric, no value change, outside its run or daily
+ * window, inactive) is absent. With `string` keys it is a plain record.
+ */
+export type EventLeaderboardMap<L extends string = string> = string extends L ? Record<string, EventLeaderboard> : { [B in L]?: EventLeaderboard<B> };
+
+/**
+ * The response of recording one event (wire shape `EventResponse`). `K` carries the configuration's key
+ * types (see {@link EventPointsMap}): `response.points.hert` does not compile when the system is `heart`.
+ */
+export interface EventResponse<K extends ConfigKeys = ConfigKeys> {
   metricId: string;
   eventId: string;
   total: number;
-  achievements: UserAchievement[];
+  /** The achievements the event completed, in configuration order. */
+  achievements: UserAchievement<K['achievement']>[];
   currentStreak: EventStreak;
-  points: Record<string, EventPoints>;
-  leaderboards: Record<string, EventLeaderboard>;
+  points: EventPointsMap<K['points']>;
+  leaderboards: EventLeaderboardMap<K['leaderboard']>;
   idempotencyKey?: string;
   idempotentReplayed?: boolean;
 }

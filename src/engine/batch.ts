@@ -4,7 +4,7 @@
  * for single calls, in input order, so a batch gives the responses that recording the same events one by
  * one would give, with the same clock and ids.
  */
-import type { LaurelConfig } from '../config/define.js';
+import type { ConfigKeys, LaurelConfig } from '../config/define.js';
 import { applyValidatedEvent, replayResponse } from '../core/apply.js';
 import { needsReconcile } from '../core/rules.js';
 import type { CoreContext, Effects, EventInput, EventResponse, IdempotencyRecord, UserInput, UserState } from '../core/types.js';
@@ -23,8 +23,11 @@ export interface BatchEvent<M extends string = string> {
   idempotencyKey?: string;
 }
 
-/** The outcome of one event of a batch: its response, or the typed error that event alone failed with. */
-export type BatchEventResult = { ok: true; response: EventResponse } | { ok: false; error: LaurelError };
+/**
+ * The outcome of one event of a batch: its response, or the typed error that event alone failed with. `K`:
+ * the configuration's key types, as in {@link EventResponse}.
+ */
+export type BatchEventResult<K extends ConfigKeys = ConfigKeys> = { ok: true; response: EventResponse<K> } | { ok: false; error: LaurelError };
 
 /** The most events one `recordEvents` call takes. */
 export const MAX_BATCH = 10_000;

@@ -4,7 +4,7 @@
  * maintenance (missed streak periods, due time grants) to what they load without writing it.
  */
 import { randomUUID } from 'node:crypto';
-import type { AchievementKeyOf, CompiledLeaderboard, LaurelConfig, LeaderboardKeyOf, MetricKeyOf, PointsKeyOf } from '../config/define.js';
+import type { AchievementKeyOf, CompiledLeaderboard, ConfigKeys, ConfigKeysOf, LaurelConfig, LeaderboardKeyOf, MetricKeyOf, PointsKeyOf } from '../config/define.js';
 import { ConflictError, isLaurelErrorCode, NoLevelsError, NotFoundError, ValidationError } from '../errors.js';
 import { guardStore } from './guard.js';
 import { achievementView, achievementWithProgress, listedFor } from '../core/achievements.js';
@@ -32,7 +32,7 @@ import type {
   Effects,
   EventInput,
   EventLeaderboard,
-  EventPoints,
+  EventPointsMap,
   EventResponse,
   IdempotencyRecord,
   LevelView,
@@ -129,15 +129,25 @@ export interface UserView extends UserRecord {
   control: boolean;
 }
 
-/** `getProfile`: what a profile screen shows, from one load of the user's state. */
-export interface Profile {
+/** A points system's total and level, as {@link Profile} shows it. */
+export type ProfilePoints = PointsSystemView & { total: number; level: LevelView | null };
+/** A user's standing in a board's current run, as {@link Profile} shows it (rank null: not ranked). */
+export type ProfileStanding = { run: { start: string; end: string | null }; rank: number | null; value: number | null };
+
+/**
+ * `getProfile`: what a profile screen shows, from one load of the user's state. `K`: the configuration's key
+ * types; with literal keys, `points` has every system's key and `leaderboards` every board's key, optional
+ * (an inactive board is left out); with `string` keys both are plain records.
+ */
+export interface Profile<K extends ConfigKeys = ConfigKeys> {
   user: UserView;
   metrics: MetricResponse[];
   streak: Omit<StreakResponse, 'streakHistory'>;
-  points: Record<string, PointsSystemView & { total: number; level: LevelView | null }>;
-  achievements: UserAchievement[];
-  /** The user's standing in the current run of every active board (rank null: not ranked). */
-  leaderboards: Record<string, { run: { start: string; end: string | null }; rank: number | null; value: number | null }>;
+  /** Every points system, by key. */
+  points: string extends K['points'] ? Record<string, ProfilePoints> : { [S in K['points']]: ProfilePoints };
+  achievements: UserAchievement<K['achievement']>[];
+  /** The user's standing in the current run of every active board. */
+  leaderboards: string extends K['leaderboard'] ? Record<string, ProfileStanding> : { [B in K['leaderboard']]?: ProfileStanding };
 }
 
 export interface StreakResponse extends StreakView {
@@ -597,7 +607,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
      * {@link InsufficientPointsError} a blocking trigger would overdraw. {@link ConflictError} retries spent.
      * Nothing is recorded by a call that throws.
      */
-    async recordEvent(metricKey: MetricKeyOf<C>, request: EventRequest, opts: RecordOptions = {}): Promise<EventResponse> {
+    async recordEvent(metricKey: MetricKeyOf<C>, request: EventRequest, opts: RecordOptions = {}): Promise<EventResponse<ConfigKeysOf<C>>> {
       opts = opts ?? {};
       const event = eventOf(metricKey as string, request, opts);
       validateEvent(config, event);
@@ -613,7 +623,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
           return response;
         },
         () => loadForEvent(event),
-      );
+      ) as Promise<EventResponse<ConfigKeysOf<C>>>;
     },
 
     /**
@@ -633,7 +643,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
      * for (const r of results) if (!r.ok) console.warn(r.error.code);
      * ```
      */
-    async recordEvents(events: readonly BatchEvent<MetricKeyOf<C>>[]): Promise<BatchEventResult[]> {
+    async recordEvents(events: readonly BatchEvent<MetricKeyOf<C>>[]): Promise<BatchEventResult<ConfigKeysOf<C>>[]> {
       return recordBatch(
         {
           config,
@@ -642,22 +652,22 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
           context,
           fillRanks: (response, state, result) => fillRanks(response.leaderboards, state, result),
           noted,
-          recordOne: (event) => engine.recordEvent(event.metricKey as MetricKeyOf<C>, event, event.idempotencyKey === undefined ? {} : { idempotencyKey: event.idempotencyKey }),
+          recordOne: (event) => engine.recordEvent(event.metricKey as MetricKeyOf<C>, event, event.idempotencyKey === undefined ? {} : { idempotencyKey: event.idempotencyKey }) as Promise<EventResponse>,
         },
         events,
-      );
+      ) as Promise<BatchEventResult<ConfigKeysOf<C>>[]>;
     },
 
     /**
      * Returns the response `recordEvent` would return for the same input, without committing anything
      * (ranks are those the user would have if no one else moved). Throws exactly as `recordEvent` would.
      */
-    async simulateEvent(metricKey: MetricKeyOf<C>, request: EventRequest, opts: RecordOptions = {}): Promise<EventResponse> {
+    async simulateEvent(metricKey: MetricKeyOf<C>, request: EventRequest, opts: RecordOptions = {}): Promise<EventResponse<ConfigKeysOf<C>>> {
       opts = opts ?? {};
       const event = eventOf(metricKey as string, request, opts);
       validateEvent(config, event);
       const { loaded, record } = await loadForEvent(event);
-      if (record && loaded) return replayResponse(config, loaded.state, event.metricKey, record.eventId, record.key, context());
+      if (record && loaded) return replayResponse(config, loaded.state, event.metricKey, record.eventId, record.key, context()) as EventResponse<ConfigKeysOf<C>>;
       const ctx = context();
       const prior = loaded ? await current(loaded.state, ctx) : null;
       const { state, response } = applyValidatedEvent(config, prior?.state ?? null, event, ctx);
@@ -673,7 +683,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
           entry.threshold = await thresholdOf(b, name);
         });
       }
-      return response;
+      return response as EventResponse<ConfigKeysOf<C>>;
     },
 
     /** Creates or updates a user (identify / upsert). New users get their `user_creation` awards. */
@@ -750,7 +760,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
      * Completes an `api` achievement. Idempotent: completing it again returns the first completion.
      * @throws {NotFoundError} unknown achievement. {@link ValidationError} not an `api` achievement.
      */
-    async completeAchievement(key: AchievementKeyOf<C>, input: { user: UserInput }): Promise<{ completionId: string; achievement: UserAchievement; points: Record<string, EventPoints> }> {
+    async completeAchievement(key: AchievementKeyOf<C>, input: { user: UserInput }): Promise<{ completionId: string; achievement: UserAchievement<AchievementKeyOf<C>>; points: EventPointsMap<PointsKeyOf<C>> }> {
       const achievement = config.index.achievements.get(key as string);
       if (!achievement) throw new NotFoundError('achievement', key as string);
       validateUserInput(config, input?.user);
@@ -760,7 +770,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
         const out = applyCompletion(config, prior?.state ?? null, achievement, input.user, ctx);
         if (out.changed || prior?.effects) await commit(input.user.id, loaded, out.state, prior?.effects ? joinEffects(prior.effects, out.effects) : out.effects, ctx);
         const { completionId, achievement: view, points } = out.result as CompletionResult;
-        return { completionId, achievement: view, points };
+        return { completionId, achievement: view as UserAchievement<AchievementKeyOf<C>>, points: points as EventPointsMap<PointsKeyOf<C>> };
       });
     },
 
@@ -905,7 +915,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
      * achievements listed for the user (incomplete ones with progress), and the user's standing in the
      * current run of every active board (one entry read per board).
      */
-    async getProfile(userId: string): Promise<Profile> {
+    async getProfile(userId: string): Promise<Profile<ConfigKeysOf<C>>> {
       const { state } = await loadOrThrow(userId);
       const ctx = context();
       const view = await viewOf(state, ctx);
@@ -936,7 +946,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
         points,
         achievements,
         leaderboards,
-      };
+      } as Profile<ConfigKeysOf<C>>;
     },
 
     /** A user's preferences, defaults filled in (every notification on every channel; the configuration's streak rule). */
@@ -946,7 +956,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
     },
 
     /** Materialises due time grants and streak maintenance for a user; returns the systems that changed. */
-    async accrue(userId: string): Promise<{ points: Record<string, EventPoints> }> {
+    async accrue(userId: string): Promise<{ points: EventPointsMap<PointsKeyOf<C>> }> {
       validateUserId(userId, ['userId']);
       return withUser(userId, async (loaded) => {
         if (!loaded) throw new NotFoundError('user', userId);
@@ -957,12 +967,12 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
         const effects = prior.effects ? joinEffects(prior.effects, out.effects) : out.effects;
         // Unlocked achievements (counters) are changes too, even without a ledger row or a board write.
         if (effects.ledger.length > 0 || effects.leaderboard.length > 0 || Object.keys(effects.counters).length > 0 || state.rules !== loaded.state.rules) await commit(userId, loaded, state, effects, ctx);
-        return result;
+        return result as { points: EventPointsMap<PointsKeyOf<C>> };
       });
     },
 
     /** A user's achievements: completed ones, plus incomplete ones with progress when asked. */
-    async getUserAchievements(userId: string, opts: { includeIncomplete?: boolean } = {}): Promise<UserAchievement[]> {
+    async getUserAchievements(userId: string, opts: { includeIncomplete?: boolean } = {}): Promise<UserAchievement<AchievementKeyOf<C>>[]> {
       opts = opts ?? {};
       const { state } = await loadOrThrow(userId);
       const view = (await viewOf(state, context())).state;
@@ -971,7 +981,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
         if (!listedFor(a, view)) continue;
         if (own(view.achievements, a.key) || opts.includeIncomplete) out.push(achievementWithProgress(config, a, view));
       }
-      return out;
+      return out as UserAchievement<AchievementKeyOf<C>>[];
     },
 
     /**
@@ -1290,7 +1300,11 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
   return instrument(engine, observer);
 }
 
-/** The engine returned by {@link createEngine}. */
+/**
+ * The engine returned by {@link createEngine}.
+ *
+ * @interface
+ */
 export type Engine<C extends LaurelConfig = LaurelConfig> = EngineCore<C> & EngineTenancy<C>;
 
 /** An engine's calls, without {@link EngineTenancy}. */

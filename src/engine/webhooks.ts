@@ -10,6 +10,8 @@
  * - `Laurel-Event-Type`: its type, e.g. `achievement.completed`;
  * - `Laurel-Event-At`: the ISO instant the change happened;
  * - `Laurel-Delivery-Attempt`: 1 for the first attempt at this event in this process;
+ * - `Tenant-ID`: the tenant, on a relay over a tenant's engine (`engine.tenant(id)`); absent for the default
+ *   tenant. Not covered by the signature: receivers that need it authenticated use one secret per tenant;
  * - `Laurel-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" keyed with the secret>`
  *   (Stripe's scheme: the timestamp is signed too, so a captured request cannot be replayed later than the
  *   receiver's tolerance). Verify it with {@link verifyWebhookSignature}.
@@ -83,6 +85,8 @@ export interface WebhookRelay {
 export interface WebhookRelayEngine {
   subscribe(consumer: string, handler: (events: StoredChange[]) => unknown, opts?: SubscribeOptions): Subscription;
   readonly store?: unknown;
+  /** The engine's tenant (`Engine.tenantId`): sent as `Tenant-ID`. */
+  readonly tenantId?: string | null;
 }
 
 /** A round gave up on an event after `maxAttempts` failed attempts; the batch is tried again later. */
@@ -110,7 +114,7 @@ const intIn = (value: unknown, name: string, min: number, max: number, fallback:
   return value;
 };
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const RESERVED = new Set(['content-type', 'laurel-signature', 'laurel-event-id', 'laurel-event-type', 'laurel-event-at', 'laurel-delivery-attempt']);
+const RESERVED = new Set(['content-type', 'laurel-signature', 'laurel-event-id', 'laurel-event-type', 'laurel-event-at', 'laurel-delivery-attempt', 'tenant-id']);
 const KNOWN_TYPES = new Set<string>(CHANGE_TYPES);
 
 /** The bytes of a body given as text or bytes. */
@@ -280,6 +284,7 @@ export function createWebhookRelay(engine: WebhookRelayEngine, options: WebhookR
       'Laurel-Event-Type': event.type,
       'Laurel-Event-At': event.at,
       'Laurel-Delivery-Attempt': String(n),
+      ...(typeof engine.tenantId === 'string' ? { 'Tenant-ID': engine.tenantId } : {}),
       [SIGNATURE_HEADER]: signWebhookPayload({ body, secret, timestamp: at }),
     };
     const controller = new AbortController();

@@ -14,6 +14,10 @@
  * a transaction left open anywhere on the server (any database) holds every reader back until it ends.
  * Leases, marks, the due index, pruning and delivery outcomes take one statement per call.
  *
+ * Tenants (`tenant(id)`, migration 008): every per-tenant table has a `tenant` column ('' for the default
+ * tenant) that its primary key and indexes lead with; a tenant's store passes its id as a parameter of every
+ * statement and function call (never in the SQL text), over the same connections, at the same round trips.
+ *
  * Failures: a version or idempotency race is a `ConflictError` (as are serialization failures and
  * deadlocks); anything else any method meets (a dropped connection, a server that is down or restarting, a
  * driver error) is a `StorageUnavailableError` with the driver's error as `cause`. Broken connections are
@@ -93,14 +97,26 @@ export interface PostgresStoreOptions {
   verifyTimeoutMs?: number;
 }
 
-export interface PostgresStore extends Omit<Store, keyof OutboxStore>, OutboxStore {
-  /** Creates or upgrades the schema; safe to run from many processes at once and to run again. */
+export interface PostgresStore extends Omit<Store, keyof OutboxStore | 'tenant'>, OutboxStore {
+  /**
+   * Creates or upgrades the schema; safe to run from many processes at once and to run again. The schema is
+   * shared by every tenant: any tenant's store migrates it for all of them.
+   */
   migrate(): Promise<void>;
   /**
    * One page of an index in rank order with each user's committed version: the source for rebuilding an
-   * external rank index (`rebuildRankIndex`). A maintenance read: O(offset + limit).
+   * external rank index (`rebuildRankIndex`). A maintenance read: O(offset + limit). Of this store's tenant.
    */
   scanEntries(index: string, offset: number, limit: number): Promise<(RankedEntry & { version: number })[]>;
+  /**
+   * The store of tenant `id` (see `Store.tenant`) over the same schema, client and connection machinery (the
+   * same session and serial queue in single-connection mode, the same pool): no connection of its own. Its
+   * rows carry the tenant in a `tenant` column that every primary key and index leads with (migration 008);
+   * the default tenant's (this store's, when it is not a tenant's) is `''`. Made once per id and kept; cheap
+   * to call. Tenants do not nest: `tenant` on a tenant's store returns the sibling tenant's. `id`: 1..255
+   * characters without NUL (the engine checks the length; an empty id or a NUL is a `ValidationError`).
+   */
+  tenant(id: string): PostgresStore;
 }
 
 const SERIALIZATION_CODES = new Set(['40001', '40P01']);
@@ -432,9 +448,9 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
    * (newer commits replaced the token and the commit left nothing to look up under a unique key). Any true
    * means the statement committed; all false, that nothing of it is stored.
    */
-  async function readBack(q: Queryable, probes: readonly CommitProbe[], token: string): Promise<Applied> {
+  async function readBack(q: Queryable, probes: readonly CommitProbe[], token: string, tenant: string): Promise<Applied> {
     const ids = [...new Set(probes.map((p) => p.userId))];
-    const rows = (await q.query(`SELECT user_id, version, commit_id FROM ${t('users')} WHERE user_id = ANY($1::text[])`, [ids])).rows;
+    const rows = (await q.query(`SELECT user_id, version, commit_id FROM ${t('users')} WHERE tenant = $2 AND user_id = ANY($1::text[])`, [ids, tenant])).rows;
     const byId = new Map(rows.map((row) => [String(row.user_id), row]));
     const applied: Applied = [];
     for (const p of probes) {
@@ -445,10 +461,17 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       else if (version === p.version) applied.push(row?.commit_id === token);
       else if (p.idempotency) {
         // Newer commits replaced the token: look for what ours wrote under a unique key.
-        const r = await q.query(`SELECT event_id FROM ${t('idempotency')} WHERE user_id = $1 AND metric_key = $2 AND key = $3`, [p.userId, p.idempotency.metricKey, p.idempotency.key]);
+        const r = await q.query(`SELECT event_id FROM ${t('idempotency')} WHERE tenant = $4 AND user_id = $1 AND metric_key = $2 AND key = $3`, [p.userId, p.idempotency.metricKey, p.idempotency.key, tenant]);
         applied.push(r.rows[0] !== undefined && String(r.rows[0].event_id) === p.idempotency.eventId);
       } else if (p.ledger) {
-        const r = await q.query(`SELECT 1 FROM ${t('ledger')} WHERE user_id = $1 AND kind = $2 AND key = $3 AND at = $4 AND id = $5`, [p.userId, p.ledger.kind, p.ledger.key, p.ledger.at, p.ledger.id]);
+        const r = await q.query(`SELECT 1 FROM ${t('ledger')} WHERE tenant = $6 AND user_id = $1 AND kind = $2 AND key = $3 AND at = $4 AND id = $5`, [
+          p.userId,
+          p.ledger.kind,
+          p.ledger.key,
+          p.ledger.at,
+          p.ledger.id,
+          tenant,
+        ]);
         applied.push(r.rows.length > 0);
       } else applied.push(null);
     }
@@ -535,7 +558,8 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     });
   }
 
-  const COMMIT_BATCH = `SELECT ${t('commit_batch')}($1::jsonb, $2::text, $3::boolean) AS r`;
+  // The tenant goes last (migration 008); '' is the default tenant.
+  const COMMIT_BATCH = `SELECT ${t('commit_batch')}($1::jsonb, $2::text, $3::boolean, $4::text) AS r`;
 
   /**
    * Runs the commit statement: its rows, or (when its answer was lost without a server verdict) what the
@@ -609,7 +633,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
    * Applies `commits` with one statement. Rejects with the statement's error (a serialization failure or
    * deadlock included) or with a `StorageUnavailableError` from the read-back.
    */
-  async function commitAll(method: string, commits: readonly Commit[]): Promise<BatchCommitOutcome[]> {
+  async function commitAll(method: string, commits: readonly Commit[], tenant: string): Promise<BatchCommitOutcome[]> {
     const token = globalThis.crypto.randomUUID();
     const probes = commits.map((c): CommitProbe => {
       const first = c.ledger[0];
@@ -622,7 +646,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     });
     // The commits go whole, `changes` and `due` included (migration 007); due instants in toISOString's form.
     const wire = commits.some((c) => typeof c.due === 'string' && dueOf(c.due) !== c.due) ? commits.map((c) => (typeof c.due === 'string' ? { ...c, due: dueOf(c.due) } : c)) : commits;
-    const ran = await runCommitStatement(method, [JSON.stringify(wire), token, sqlRanks], (q) => readBack(q, probes, token));
+    const ran = await runCommitStatement(method, [JSON.stringify(wire), token, sqlRanks, tenant], (q) => readBack(q, probes, token, tenant));
     if ('applied' in ran) {
       // Committed, but the answer with the ranks was lost: the ranks read null, as after a rank index failure.
       if (ran.applied.includes(null)) {
@@ -684,431 +708,456 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     ms: num(r.ms),
   });
   /**
-   * Appends events (a JSON array, `$n`) to the outbox when the CTE `m` returned a row: the body of a
-   * data-modifying CTE of `appendChanges`. An event id stored already is not stored again (as in commit_batch).
+   * Appends events (a JSON array, `$n`) to the outbox of the tenant `$tn` when the CTE `m` returned a row: the
+   * body of a data-modifying CTE of `appendChanges`. An event id stored already (in the tenant) is not stored
+   * again (as in commit_batch).
    */
-  const appendEvents = (n: number) =>
-    `INSERT INTO ${t('outbox')} (id, type, user_id, at, payload)
-       SELECT e.ev->>'id', e.ev->>'type', e.ev->>'userId', e.ev->>'at', coalesce(e.ev->'payload', '{}'::jsonb)
+  const appendEvents = (n: number, tn: number) =>
+    `INSERT INTO ${t('outbox')} (tenant, id, type, user_id, at, payload)
+       SELECT $${tn}, e.ev->>'id', e.ev->>'type', e.ev->>'userId', e.ev->>'at', coalesce(e.ev->'payload', '{}'::jsonb)
        FROM jsonb_array_elements($${n}::jsonb) WITH ORDINALITY AS e(ev, i) WHERE EXISTS (SELECT 1 FROM m) ORDER BY e.i
-       ON CONFLICT (id) DO NOTHING`;
+       ON CONFLICT (tenant, id) DO NOTHING`;
   const parseState = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : structuredClone(v));
 
-  const methods: PostgresStore = {
-    async migrate() {
-      await transaction(async (q) => {
-        // One migrator at a time across processes; the lock ends with the transaction.
-        await q.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`laurel:${schema}`]);
-        await q.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
-        await q.query(`CREATE TABLE IF NOT EXISTS ${t('migrations')} (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
-        const done = new Set((await q.query(`SELECT id FROM ${t('migrations')}`)).rows.map((r) => String(r.id)));
-        for (const m of MIGRATIONS) {
-          if (done.has(m.id)) continue;
-          for (const statement of splitStatements(m.sql.replaceAll('{{schema}}', schema))) await q.query(statement);
-          await q.query(`INSERT INTO ${t('migrations')} (id) VALUES ($1)`, [m.id]);
-        }
-      });
-    },
+  // ---- The stores: one per tenant ('' is the default tenant's), all over the machinery above. ----
 
-    async loadUser(userId) {
-      const r = await read((q) => q.query(`SELECT version, state FROM ${t('users')} WHERE user_id = $1`, [userId]));
-      const row = r.rows[0];
-      return row ? { version: num(row.version), state: parseState(row.state) } : null;
-    },
-
-    async loadUsers(userIds) {
-      if (userIds.length === 0) return [];
-      const r = await read((q) => q.query(`SELECT user_id, version, state FROM ${t('users')} WHERE user_id = ANY($1::text[])`, [[...userIds]]));
-      const byId = new Map(r.rows.map((row) => [String(row.user_id), row]));
-      return userIds.map((id): VersionedState | null => {
-        const row = byId.get(id);
-        return row ? { version: num(row.version), state: parseState(row.state) } : null;
-      });
-    },
-
-    async loadForEvents(userIds, lookups): Promise<EventLoad> {
-      if (userIds.length === 0 && lookups.length === 0) return { users: [], records: [] };
-      // States and idempotency records in one statement; each row says which slot it answers.
-      const r = await read((q) =>
-        q.query(
-          `SELECT 0 AS part, x.n, u.version, u.state, NULL::text AS event_id, NULL::text AS at
-             FROM unnest($1::text[]) WITH ORDINALITY AS x(id, n) JOIN ${t('users')} u ON u.user_id = x.id
-           UNION ALL
-           SELECT 1, y.n, NULL, NULL, i.event_id, i.at
-             FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS y(user_id, metric_key, key, n)
-             JOIN ${t('idempotency')} i ON i.user_id = y.user_id AND i.metric_key = y.metric_key AND i.key = y.key`,
-          [[...userIds], lookups.map((l) => l.userId), lookups.map((l) => l.metricKey), lookups.map((l) => l.key)],
-        ),
-      );
-      const users: (VersionedState | null)[] = userIds.map(() => null);
-      const records: (IdempotencyRecord | null)[] = lookups.map(() => null);
-      for (const row of r.rows) {
-        const i = num(row.n) - 1;
-        if (num(row.part) === 0) users[i] = { version: num(row.version), state: parseState(row.state) };
-        else {
-          const l = lookups[i] as (typeof lookups)[number];
-          records[i] = { userId: l.userId, metricKey: l.metricKey, key: l.key, eventId: String(row.event_id), at: String(row.at) };
-        }
-      }
-      return { users, records };
-    },
-
-    async getIdempotencyRecord(userId, metricKey, key): Promise<IdempotencyRecord | null> {
-      const r = await read((q) => q.query(`SELECT event_id, at FROM ${t('idempotency')} WHERE user_id = $1 AND metric_key = $2 AND key = $3`, [userId, metricKey, key]));
-      const row = r.rows[0];
-      return row ? { userId, metricKey, key, eventId: String(row.event_id), at: String(row.at) } : null;
-    },
-
-    async commit(c): Promise<CommitResult> {
-      let outcome: BatchCommitOutcome | undefined;
-      try {
-        [outcome] = await commitAll('commit', [c]);
-      } catch (error) {
-        if (isSerialization(error)) throw new ConflictError(`Transaction conflict (${String(codeOf(error))}) for user ${JSON.stringify(c.userId)}.`, { cause: error });
-        throw unavailable('commit', error);
-      }
-      if (outcome instanceof ConflictError) throw outcome;
-      return outcome as CommitResult;
-    },
-
-    async commitBatch(commits) {
-      if (commits.length === 0) return [];
-      try {
-        return await commitAll('commitBatch', commits);
-      } catch (error) {
-        // A serialization failure or deadlock rolled the whole statement back: every commit was refused.
-        if (isSerialization(error)) return commits.map((c) => new ConflictError(`Transaction conflict (${String(codeOf(error))}) for user ${JSON.stringify(c.userId)}.`, { cause: error }));
-        throw unavailable('commitBatch', error);
-      }
-    },
-
-    async readLedger(q: LedgerQuery) {
-      const params: unknown[] = [q.userId, q.kind, q.key];
-      let where = 'user_id = $1 AND kind = $2 AND key = $3';
-      if (q.from !== undefined) where += ` AND at >= $${params.push(q.from)}`;
-      if (q.to !== undefined) where += ` AND at < $${params.push(q.to)}`;
-      const dir = q.order === 'asc' ? 'ASC' : 'DESC';
-      const limit = q.limit !== undefined ? ` LIMIT $${params.push(q.limit)}` : '';
-      const r = await read((db) => db.query(`SELECT id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE ${where} ORDER BY at ${dir}, seq ${dir}${limit}`, params));
-      return r.rows.map(toRow);
-    },
-
-    // A user's rows in commit order: seq is the ledger's insertion order, commit_batch inserts the rows of its
-    // commits in order, and a user's commits are serialised by the version check on the user's row, so a
-    // user's rows in seq order are in commit order. The cursor is the last row's seq. One more row than asked
-    // is read, so that `next` is null exactly after the last row. O(log n + limit) on ledger_user_seq (004).
-    // (The cursor column is not called seq: ORDER BY seq would then sort by its text.)
-    async readUserLedger(userId, page): Promise<LedgerPage> {
-      const after = seqCursorOf(page.after);
-      const r = await read((q) =>
-        q.query(`SELECT seq::text AS cursor, id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE user_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT $3`, [
-          userId,
-          after,
-          page.limit + 1,
-        ]),
-      );
-      if (r.rows.length <= page.limit) return { rows: r.rows.map(toRow), next: null };
-      const rows = r.rows.slice(0, page.limit);
-      const last = rows[rows.length - 1];
-      return { rows: rows.map(toRow), next: last ? String(last.cursor) : after };
-    },
-
-    // Ids in UTF-16 code-unit order, as utf16_hex writes them (see migration 002): O(log n + limit) on
-    // users_utf16 (004). (The primary key's COLLATE "C" is UTF-8 byte order, which differs from code-unit
-    // order between characters above U+FFFF and U+E000..U+FFFF.)
-    async listUsers(page) {
-      const hex = t('utf16_hex');
-      const r = await read((q) =>
-        page.after === undefined
-          ? q.query(`SELECT user_id FROM ${t('users')} ORDER BY ${hex}(user_id) LIMIT $1`, [page.limit])
-          : q.query(`SELECT user_id FROM ${t('users')} WHERE ${hex}(user_id) > ${hex}($2::text) ORDER BY ${hex}(user_id) LIMIT $1`, [page.limit, page.after]),
-      );
-      return r.rows.map((row) => String(row.user_id));
-    },
-
-    async getEntry(index, userId) {
-      // The entry and its rank in one statement.
-      const r = await read((q) =>
-        q.query(
-          `SELECT e.user_id, e.value, e.reached_at, (SELECT count(*) FROM ${t('entries')} x WHERE x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16)) + 1 AS rank
-           FROM ${t('entries')} e WHERE e.idx = $1 AND e.user_id = $2`,
-          [index, userId],
-        ),
-      );
-      const row = r.rows[0];
-      return row ? toEntry(row, num(row.rank)) : null;
-    },
-
-    async readRange(index, offset, limit) {
-      const from = Math.max(0, offset);
-      const r = await read((q) => q.query(`SELECT user_id, value, reached_at FROM ${t('entries')} WHERE idx = $1 ORDER BY neg_value, reached_at, user_utf16 OFFSET $2 LIMIT $3`, [index, from, limit]));
-      return r.rows.map((row, i) => toEntry(row, from + i + 1));
-    },
-
-    async scanEntries(index, offset, limit) {
-      const from = Math.max(0, offset);
-      const r = await read((q) =>
-        q.query(
-          `SELECT e.user_id, e.value, e.reached_at, u.version FROM ${t('entries')} e JOIN ${t('users')} u ON u.user_id = e.user_id
-           WHERE e.idx = $1 ORDER BY e.neg_value, e.reached_at, e.user_utf16 OFFSET $2 LIMIT $3`,
-          [index, from, limit],
-        ),
-      );
-      return r.rows.map((row, i) => ({ ...toEntry(row, from + i + 1), version: num(row.version) }));
-    },
-
-    async countEntries(index, range) {
-      const params: unknown[] = [index];
-      let where = 'idx = $1';
-      // value >= min  <=>  neg_value <= -min;  value < max  <=>  neg_value > -max
-      if (range?.min !== undefined) where += ` AND neg_value <= $${params.push(-range.min)}`;
-      if (range?.max !== undefined) where += ` AND neg_value > $${params.push(-range.max)}`;
-      return num((await read((q) => q.query(`SELECT count(*) AS n FROM ${t('entries')} WHERE ${where}`, params))).rows[0]?.n);
-    },
-
-    async readRankHistory(index, userId, limit): Promise<RankHistoryRow[]> {
-      const r = await read((q) =>
-        q.query(`SELECT date, previous_rank, rank, previous_value, value FROM ${t('rank_history')} WHERE idx = $1 AND user_id = $2 ORDER BY date DESC LIMIT $3`, [index, userId, limit]),
-      );
-      return r.rows.map((row) => ({ date: String(row.date), previousRank: nullableNum(row.previous_rank), rank: nullableNum(row.rank), previousValue: nullableNum(row.previous_value), value: nullableNum(row.value) }));
-    },
-
-    async getCounters(names) {
-      const r = await read((q) => q.query(`SELECT name, value FROM ${t('counters')} WHERE name = ANY($1::text[])`, [[...names]]));
-      const found = new Map(r.rows.map((row) => [String(row.name), num(row.value)]));
-      return Object.fromEntries(names.map((n) => [n, found.get(n) ?? 0]));
-    },
-
-    // One metric: ledger_range (001), its (at, seq) after the cursor. Every metric: ledger_metric_recent
-    // (005), (at, key, seq) after the cursor. O(log n + limit) either way; one row more than asked is read,
-    // so that `next` is null exactly after the last row. (Keys compare as bytes, COLLATE "C": code-unit order
-    // for every configuration key, which is ASCII.)
-    async readEvents(userId, page): Promise<EventsPage> {
-      const cursor = eventCursorOf(page.before);
-      const limit = Math.max(0, page.limit);
-      const params: unknown[] = [userId];
-      let where = `user_id = $1 AND kind = 'metric'`;
-      let order = 'at DESC, key DESC, seq DESC';
-      if (page.metricKey !== undefined) {
-        where += ` AND key = $${params.push(page.metricKey)}`;
-        order = 'at DESC, seq DESC';
-        if (cursor) {
-          // Rows of this metric after the cursor: of its instant, those before it in seq (the cursor's own
-          // metric), all of them (a smaller key comes later) or none (a greater key came before).
-          // (Spelled (key, at, seq), in ledger_range's column order, so that only that index can seek to it.)
-          const bound = page.metricKey === cursor.key ? cursor.seq : page.metricKey < cursor.key ? MAX_SEQ.toString() : '0';
-          where += ` AND (key, at, seq) < ($${params.push(page.metricKey)}, $${params.push(cursor.at)}, $${params.push(bound)}::bigint)`;
-        }
-      } else if (cursor) {
-        where += ` AND (at, key, seq) < ($${params.push(cursor.at)}, $${params.push(cursor.key)}, $${params.push(cursor.seq)}::bigint)`;
-      }
-      const r = await read((q) =>
-        q.query(`SELECT seq::text AS cursor, id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE ${where} ORDER BY ${order} LIMIT $${params.push(limit + 1)}`, params),
-      );
-      const rows = r.rows.slice(0, limit);
-      const last = rows[rows.length - 1];
-      const next = r.rows.length > limit && last ? `${String(last.cursor)}|${String(last.at)}|${String(last.key)}` : null;
-      return { rows: rows.map(toRow), next };
-    },
-
-    // Migration 006: boosts_system, O(log n + limit).
-    async listBoosts(systemKey, page) {
-      const limit = Math.max(0, page.limit);
-      const r = await read((q) =>
-        page.after === undefined
-          ? q.query(`SELECT user_id, boost FROM ${t('boosts')} WHERE system = $1 ORDER BY id LIMIT $2`, [systemKey, limit])
-          : q.query(`SELECT user_id, boost FROM ${t('boosts')} WHERE system = $1 AND id > $3 ORDER BY id LIMIT $2`, [systemKey, limit, page.after]),
-      );
-      return r.rows.map(toBoost);
-    },
-
-    async getBoost(id) {
-      const row = (await read((q) => q.query(`SELECT user_id, boost FROM ${t('boosts')} WHERE id = $1`, [id]))).rows[0];
-      return row ? toBoost(row) : null;
-    },
-
-    // One statement (erase_user, migration 005), so one transaction; see the function for what it deletes
-    // and its lock order.
-    async eraseUser(erasure): Promise<ErasureResult> {
-      const token = globalThis.crypto.randomUUID();
-      const date = erasure.reset ? erasure.reset.state.user.updated.slice(0, 10) : null;
-      const reset = erasure.reset && typeof erasure.reset.due === 'string' ? { ...erasure.reset, due: dueOf(erasure.reset.due) } : erasure.reset;
-      let raw: unknown;
-      try {
-        raw = (await read((q) => q.query(`SELECT ${t('erase_user')}($1::jsonb, $2::text, $3::boolean) AS r`, [JSON.stringify({ ...erasure, reset, date }), token, sqlRanks]))).rows[0]?.r;
-      } catch (error) {
-        if (isSerialization(error)) throw new ConflictError(`Transaction conflict (${String(codeOf(error))}) erasing user ${JSON.stringify(erasure.userId)}.`, { cause: error });
-        throw unavailable('eraseUser', error);
-      }
-      const out = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { conflict?: string; erased?: boolean; version?: number; indexes?: string[] } | null;
-      if (!out || typeof out !== 'object') throw new Error('erase_user returned no result');
-      if (out.conflict) throw new ConflictError(`Version conflict for user ${JSON.stringify(erasure.userId)}: expected version ${erasure.expectedVersion}.`);
-      const indexes = (out.indexes ?? []).map(String).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-      return { erased: out.erased === true, version: num(out.version ?? 0), indexes };
-    },
-
-    // ---- The outbox (OutboxStore, migration 007). Instants come from the caller, never the server's clock. ----
-
-    // Commit order as it can be read for sure: `read_changes` (migration 007) returns (xid, seq) order below a
-    // horizon no outbox row can appear under later (it waits only for outbox writers in flight, never for
-    // unrelated transactions on the server), so no row is ever found before a cursor already handed out.
-    // An index range scan on the primary key (xid, seq): O(log n + limit), plus a look at pg_locks.
-    async readChanges(page): Promise<ChangesPage> {
-      const from = changeCursorOf(page.after);
-      const limit = Math.max(0, page.limit);
-      const r = await read((q) => q.query(`SELECT * FROM ${t('read_changes')}($1::xid8, $2::bigint, $3::integer)`, [from.xid, from.seq, limit]));
-      const events = r.rows.map(toChange);
-      const last = events[events.length - 1];
-      return { events, next: last ? last.position : (page.after ?? '0.0') };
-    },
-
-    // One statement: taken when nobody holds the lease, the owner holds it, or it ended at or before `now`.
-    async claimConsumer(lease) {
-      const now = msOf('now', lease.now);
-      const r = await read((q) =>
-        q.query(
-          `INSERT INTO ${t('consumers')} AS k (name, cursor, owner, lease_until) VALUES ($1, NULL, $2, $4::timestamptz)
-           ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
-             WHERE k.owner IS NULL OR k.owner = EXCLUDED.owner OR k.lease_until IS NULL OR k.lease_until <= $3::timestamptz
-           RETURNING k.cursor`,
-          [lease.consumer, lease.owner, isoOf(now), isoOf(now + lease.leaseMs)],
-        ),
-      );
-      const row = r.rows[0];
-      return row ? { cursor: row.cursor === null || row.cursor === undefined ? null : String(row.cursor) } : null;
-    },
-
-    async advanceConsumer(update) {
-      const until = msOf('now', update.now) + update.leaseMs;
-      const r = await read((q) =>
-        q.query(`UPDATE ${t('consumers')} SET cursor = $3, lease_until = $4::timestamptz WHERE name = $1 AND owner = $2 RETURNING 1 AS ok`, [
-          update.consumer,
-          update.owner,
-          update.cursor,
-          isoOf(until),
-        ]),
-      );
-      return r.rows.length > 0;
-    },
-
-    async releaseConsumer(lease) {
-      await read((q) => q.query(`UPDATE ${t('consumers')} SET owner = NULL, lease_until = NULL WHERE name = $1 AND owner = $2`, [lease.consumer, lease.owner]));
-    },
-
-    async getMarks(marks) {
-      if (marks.length === 0) return {};
-      const r = await read((q) => q.query(`SELECT mark, value FROM ${t('marks')} WHERE mark = ANY($1::text[])`, [[...marks]]));
-      const found = new Map(r.rows.map((row) => [String(row.mark), String(row.value)]));
-      const out: Record<string, string> = {};
-      for (const m of marks) {
-        const v = found.get(m);
-        if (v !== undefined) out[m] = v;
-      }
-      return out;
-    },
-
-    // One statement: the mark is inserted (expected null: ON CONFLICT DO NOTHING) or updated from `expected`
-    // (WHERE value = expected), and the events appended only when it was. Of concurrent callers with the same
-    // `expected` exactly one wins: the others wait for its row and then find it taken or changed. Events with
-    // a rank marker complete from no rank changes, so they are dropped (as in the memory store).
-    async appendChanges(entry) {
-      const events = JSON.stringify(settleChanges(entry.changes, [], ''));
-      const r = await read((q) =>
-        entry.expected === null
-          ? q.query(
-              `WITH m AS (INSERT INTO ${t('marks')} (mark, value) VALUES ($1, $2) ON CONFLICT (mark) DO NOTHING RETURNING 1), ins AS (${appendEvents(3)})
-               SELECT count(*) AS n FROM m`,
-              [entry.mark, entry.value, events],
-            )
-          : q.query(
-              `WITH m AS (UPDATE ${t('marks')} SET value = $2 WHERE mark = $1 AND value = $4 RETURNING 1), ins AS (${appendEvents(3)})
-               SELECT count(*) AS n FROM m`,
-              [entry.mark, entry.value, events, entry.expected],
-            ),
-      );
-      return num(r.rows[0]?.n) > 0;
-    },
-
-    // One statement on users_due (007): the earliest due users, skipping rows other transactions hold (a
-    // commit of the user, another claim), each given `now + leaseMs` as its due instant. O(log n + limit).
-    async claimDue(claim) {
-      const now = msOf('now', claim.now);
-      const limit = Math.max(0, claim.limit);
-      if (limit === 0) return [];
-      const r = await read((q) =>
-        q.query(
-          `WITH d AS (
-             SELECT user_id, due FROM ${t('users')} WHERE due IS NOT NULL AND due <= $1 ORDER BY due, user_id LIMIT $3 FOR UPDATE SKIP LOCKED
-           ), up AS (
-             UPDATE ${t('users')} x SET due = $2 FROM d WHERE x.user_id = d.user_id RETURNING x.user_id
-           )
-           SELECT d.user_id FROM d JOIN up ON up.user_id = d.user_id ORDER BY d.due, d.user_id`,
-          [isoOf(now), isoOf(now + claim.leaseMs), limit],
-        ),
-      );
-      return r.rows.map((row) => String(row.user_id));
-    },
-
-    // The oldest events dated before `before` (outbox_at), at most `limit`; delivery outcomes dated before it
-    // go too (at most `limit` of them), so that table stays bounded as well. Returns the events removed.
-    async pruneChanges(prune) {
-      const before = isoOf(msOf('before', prune.before));
-      const limit = Math.max(0, prune.limit);
-      if (limit === 0) return 0;
-      const r = await read((q) =>
-        q.query(
-          // The oldest events in commit order, up to the first one dated at or after `before` (so an event
-          // written late but dated long ago, a lapse seen weeks after, is never pruned before newer ones).
-          `WITH head AS (
-             SELECT h.xid, h.seq, h.at, row_number() OVER (ORDER BY h.xid, h.seq) AS n
-               FROM (SELECT xid, seq, at FROM ${t('outbox')} ORDER BY xid, seq LIMIT $2) h
-           ), stop AS (SELECT coalesce(min(n), $2 + 1) AS n FROM head WHERE at >= $1),
-           gone AS (
-             DELETE FROM ${t('outbox')} o USING head
-             WHERE o.xid = head.xid AND o.seq = head.seq AND head.n < (SELECT n FROM stop) RETURNING 1
-           ), gone_deliveries AS (
-             DELETE FROM ${t('deliveries')} WHERE seq IN (SELECT seq FROM ${t('deliveries')} WHERE at < $1 ORDER BY at LIMIT $2)
-           )
-           SELECT count(*) AS n FROM gone`,
-          [before, limit],
-        ),
-      );
-      return num(r.rows[0]?.n);
-    },
-
-    async recordDeliveries(records) {
-      if (records.length === 0) return;
-      await read((q) =>
-        q.query(
-          `INSERT INTO ${t('deliveries')} (consumer, event_id, attempt, ok, status, error, at, ms)
-             SELECT r.consumer, r."eventId", r.attempt, r.ok, r.status, r.error, r.at, r.ms
-             FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (consumer text, "eventId" text, attempt integer, ok boolean, status integer, error text, at text, ms double precision)) WITH ORDINALITY AS r
-             ORDER BY r.ordinality`,
-          [JSON.stringify(records)],
-        ),
-      );
-    },
-
-    async readDeliveries(query) {
-      const limit = Math.max(0, query.limit);
-      const r = await read((q) =>
-        q.query(`SELECT consumer, event_id, attempt, ok, status, error, at, ms FROM ${t('deliveries')} WHERE consumer = $1 ORDER BY seq DESC LIMIT $2`, [query.consumer, limit]),
-      );
-      return r.rows.map(toDelivery);
-    },
+  const views = new Map<string, PostgresStore>();
+  /** The store of tenant `id`, made on first use (it allocates no storage; see `Store.tenant`). */
+  const tenantStore = (id: string): PostgresStore => {
+    if (typeof id !== 'string' || id === '' || id.includes('\u0000')) {
+      throw new ValidationError(`Invalid tenant id: ${JSON.stringify(id)}`, [{ path: ['tenant'], message: 'must be 1..255 characters without NUL' }]);
+    }
+    let store = views.get(id);
+    if (!store) views.set(id, (store = view(id)));
+    return store;
   };
 
-  // Whatever any method meets that is not a Laurel error (a driver error, a dropped connection, a row that
-  // does not parse) leaves it as a StorageUnavailableError with the original as `cause`.
-  const guarded = {} as Record<string, unknown>;
-  for (const [name, method] of Object.entries(methods) as [string, (...args: unknown[]) => Promise<unknown>][]) {
-    guarded[name] = async (...args: unknown[]) => {
-      try {
-        return await method(...args);
-      } catch (error) {
-        throw unavailable(name, error);
-      }
+  /**
+   * The store of one tenant: every statement it sends passes `tenant` as a parameter (never in the SQL text),
+   * over the same client, connection, serial queue and pool as every other tenant's store.
+   */
+  function view(tenant: string): PostgresStore {
+    const methods: Omit<PostgresStore, 'tenant'> = {
+      async migrate() {
+        await transaction(async (q) => {
+          // One migrator at a time across processes; the lock ends with the transaction.
+          await q.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`laurel:${schema}`]);
+          await q.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+          await q.query(`CREATE TABLE IF NOT EXISTS ${t('migrations')} (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+          const done = new Set((await q.query(`SELECT id FROM ${t('migrations')}`)).rows.map((r) => String(r.id)));
+          for (const m of MIGRATIONS) {
+            if (done.has(m.id)) continue;
+            for (const statement of splitStatements(m.sql.replaceAll('{{schema}}', schema))) await q.query(statement);
+            await q.query(`INSERT INTO ${t('migrations')} (id) VALUES ($1)`, [m.id]);
+          }
+        });
+      },
+
+      async loadUser(userId) {
+        const r = await read((q) => q.query(`SELECT version, state FROM ${t('users')} WHERE tenant = $2 AND user_id = $1`, [userId, tenant]));
+        const row = r.rows[0];
+        return row ? { version: num(row.version), state: parseState(row.state) } : null;
+      },
+
+      async loadUsers(userIds) {
+        if (userIds.length === 0) return [];
+        const r = await read((q) => q.query(`SELECT user_id, version, state FROM ${t('users')} WHERE tenant = $2 AND user_id = ANY($1::text[])`, [[...userIds], tenant]));
+        const byId = new Map(r.rows.map((row) => [String(row.user_id), row]));
+        return userIds.map((id): VersionedState | null => {
+          const row = byId.get(id);
+          return row ? { version: num(row.version), state: parseState(row.state) } : null;
+        });
+      },
+
+      async loadForEvents(userIds, lookups): Promise<EventLoad> {
+        if (userIds.length === 0 && lookups.length === 0) return { users: [], records: [] };
+        // States and idempotency records in one statement; each row says which slot it answers.
+        const r = await read((q) =>
+          q.query(
+            `SELECT 0 AS part, x.n, u.version, u.state, NULL::text AS event_id, NULL::text AS at
+               FROM unnest($1::text[]) WITH ORDINALITY AS x(id, n) JOIN ${t('users')} u ON u.tenant = $5 AND u.user_id = x.id
+             UNION ALL
+             SELECT 1, y.n, NULL, NULL, i.event_id, i.at
+               FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS y(user_id, metric_key, key, n)
+               JOIN ${t('idempotency')} i ON i.tenant = $5 AND i.user_id = y.user_id AND i.metric_key = y.metric_key AND i.key = y.key`,
+            [[...userIds], lookups.map((l) => l.userId), lookups.map((l) => l.metricKey), lookups.map((l) => l.key), tenant],
+          ),
+        );
+        const users: (VersionedState | null)[] = userIds.map(() => null);
+        const records: (IdempotencyRecord | null)[] = lookups.map(() => null);
+        for (const row of r.rows) {
+          const i = num(row.n) - 1;
+          if (num(row.part) === 0) users[i] = { version: num(row.version), state: parseState(row.state) };
+          else {
+            const l = lookups[i] as (typeof lookups)[number];
+            records[i] = { userId: l.userId, metricKey: l.metricKey, key: l.key, eventId: String(row.event_id), at: String(row.at) };
+          }
+        }
+        return { users, records };
+      },
+
+      async getIdempotencyRecord(userId, metricKey, key): Promise<IdempotencyRecord | null> {
+        const r = await read((q) => q.query(`SELECT event_id, at FROM ${t('idempotency')} WHERE tenant = $4 AND user_id = $1 AND metric_key = $2 AND key = $3`, [userId, metricKey, key, tenant]));
+        const row = r.rows[0];
+        return row ? { userId, metricKey, key, eventId: String(row.event_id), at: String(row.at) } : null;
+      },
+
+      async commit(c): Promise<CommitResult> {
+        let outcome: BatchCommitOutcome | undefined;
+        try {
+          [outcome] = await commitAll('commit', [c], tenant);
+        } catch (error) {
+          if (isSerialization(error)) throw new ConflictError(`Transaction conflict (${String(codeOf(error))}) for user ${JSON.stringify(c.userId)}.`, { cause: error });
+          throw unavailable('commit', error);
+        }
+        if (outcome instanceof ConflictError) throw outcome;
+        return outcome as CommitResult;
+      },
+
+      async commitBatch(commits) {
+        if (commits.length === 0) return [];
+        try {
+          return await commitAll('commitBatch', commits, tenant);
+        } catch (error) {
+          // A serialization failure or deadlock rolled the whole statement back: every commit was refused.
+          if (isSerialization(error)) return commits.map((c) => new ConflictError(`Transaction conflict (${String(codeOf(error))}) for user ${JSON.stringify(c.userId)}.`, { cause: error }));
+          throw unavailable('commitBatch', error);
+        }
+      },
+
+      async readLedger(q: LedgerQuery) {
+        const params: unknown[] = [tenant, q.userId, q.kind, q.key];
+        let where = 'tenant = $1 AND user_id = $2 AND kind = $3 AND key = $4';
+        if (q.from !== undefined) where += ` AND at >= $${params.push(q.from)}`;
+        if (q.to !== undefined) where += ` AND at < $${params.push(q.to)}`;
+        const dir = q.order === 'asc' ? 'ASC' : 'DESC';
+        const limit = q.limit !== undefined ? ` LIMIT $${params.push(q.limit)}` : '';
+        const r = await read((db) => db.query(`SELECT id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE ${where} ORDER BY at ${dir}, seq ${dir}${limit}`, params));
+        return r.rows.map(toRow);
+      },
+
+      // A user's rows in commit order: seq is the ledger's insertion order, commit_batch inserts the rows of its
+      // commits in order, and a user's commits are serialised by the version check on the user's row, so a
+      // user's rows in seq order are in commit order. The cursor is the last row's seq. One more row than asked
+      // is read, so that `next` is null exactly after the last row. O(log n + limit) on ledger_user_seq (004).
+      // (The cursor column is not called seq: ORDER BY seq would then sort by its text.)
+      async readUserLedger(userId, page): Promise<LedgerPage> {
+        const after = seqCursorOf(page.after);
+        const r = await read((q) =>
+          q.query(`SELECT seq::text AS cursor, id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE tenant = $4 AND user_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT $3`, [
+            userId,
+            after,
+            page.limit + 1,
+            tenant,
+          ]),
+        );
+        if (r.rows.length <= page.limit) return { rows: r.rows.map(toRow), next: null };
+        const rows = r.rows.slice(0, page.limit);
+        const last = rows[rows.length - 1];
+        return { rows: rows.map(toRow), next: last ? String(last.cursor) : after };
+      },
+
+      // Ids in UTF-16 code-unit order, as utf16_hex writes them (see migration 002): O(log n + limit) on
+      // users_utf16 (004). (The primary key's COLLATE "C" is UTF-8 byte order, which differs from code-unit
+      // order between characters above U+FFFF and U+E000..U+FFFF.)
+      async listUsers(page) {
+        const hex = t('utf16_hex');
+        const r = await read((q) =>
+          page.after === undefined
+            ? q.query(`SELECT user_id FROM ${t('users')} WHERE tenant = $2 ORDER BY ${hex}(user_id) LIMIT $1`, [page.limit, tenant])
+            : q.query(`SELECT user_id FROM ${t('users')} WHERE tenant = $3 AND ${hex}(user_id) > ${hex}($2::text) ORDER BY ${hex}(user_id) LIMIT $1`, [page.limit, page.after, tenant]),
+        );
+        return r.rows.map((row) => String(row.user_id));
+      },
+
+      async getEntry(index, userId) {
+        // The entry and its rank in one statement.
+        const r = await read((q) =>
+          q.query(
+            `SELECT e.user_id, e.value, e.reached_at, (SELECT count(*) FROM ${t('entries')} x WHERE x.tenant = e.tenant AND x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16)) + 1 AS rank
+             FROM ${t('entries')} e WHERE e.tenant = $3 AND e.idx = $1 AND e.user_id = $2`,
+            [index, userId, tenant],
+          ),
+        );
+        const row = r.rows[0];
+        return row ? toEntry(row, num(row.rank)) : null;
+      },
+
+      async readRange(index, offset, limit) {
+        const from = Math.max(0, offset);
+        const r = await read((q) => q.query(`SELECT user_id, value, reached_at FROM ${t('entries')} WHERE tenant = $4 AND idx = $1 ORDER BY neg_value, reached_at, user_utf16 OFFSET $2 LIMIT $3`, [index, from, limit, tenant]));
+        return r.rows.map((row, i) => toEntry(row, from + i + 1));
+      },
+
+      async scanEntries(index, offset, limit) {
+        const from = Math.max(0, offset);
+        const r = await read((q) =>
+          q.query(
+            `SELECT e.user_id, e.value, e.reached_at, u.version FROM ${t('entries')} e JOIN ${t('users')} u ON u.tenant = e.tenant AND u.user_id = e.user_id
+             WHERE e.tenant = $4 AND e.idx = $1 ORDER BY e.neg_value, e.reached_at, e.user_utf16 OFFSET $2 LIMIT $3`,
+            [index, from, limit, tenant],
+          ),
+        );
+        return r.rows.map((row, i) => ({ ...toEntry(row, from + i + 1), version: num(row.version) }));
+      },
+
+      async countEntries(index, range) {
+        const params: unknown[] = [tenant, index];
+        let where = 'tenant = $1 AND idx = $2';
+        // value >= min  <=>  neg_value <= -min;  value < max  <=>  neg_value > -max
+        if (range?.min !== undefined) where += ` AND neg_value <= $${params.push(-range.min)}`;
+        if (range?.max !== undefined) where += ` AND neg_value > $${params.push(-range.max)}`;
+        return num((await read((q) => q.query(`SELECT count(*) AS n FROM ${t('entries')} WHERE ${where}`, params))).rows[0]?.n);
+      },
+
+      async readRankHistory(index, userId, limit): Promise<RankHistoryRow[]> {
+        const r = await read((q) =>
+          q.query(`SELECT date, previous_rank, rank, previous_value, value FROM ${t('rank_history')} WHERE tenant = $4 AND idx = $1 AND user_id = $2 ORDER BY date DESC LIMIT $3`, [index, userId, limit, tenant]),
+        );
+        return r.rows.map((row) => ({ date: String(row.date), previousRank: nullableNum(row.previous_rank), rank: nullableNum(row.rank), previousValue: nullableNum(row.previous_value), value: nullableNum(row.value) }));
+      },
+
+      async getCounters(names) {
+        const r = await read((q) => q.query(`SELECT name, value FROM ${t('counters')} WHERE tenant = $2 AND name = ANY($1::text[])`, [[...names], tenant]));
+        const found = new Map(r.rows.map((row) => [String(row.name), num(row.value)]));
+        return Object.fromEntries(names.map((n) => [n, found.get(n) ?? 0]));
+      },
+
+      // One metric: ledger_range (001), its (at, seq) after the cursor. Every metric: ledger_metric_recent
+      // (005), (at, key, seq) after the cursor. O(log n + limit) either way; one row more than asked is read,
+      // so that `next` is null exactly after the last row. (Keys compare as bytes, COLLATE "C": code-unit order
+      // for every configuration key, which is ASCII.)
+      async readEvents(userId, page): Promise<EventsPage> {
+        const cursor = eventCursorOf(page.before);
+        const limit = Math.max(0, page.limit);
+        const params: unknown[] = [tenant, userId];
+        let where = `tenant = $1 AND user_id = $2 AND kind = 'metric'`;
+        let order = 'at DESC, key DESC, seq DESC';
+        if (page.metricKey !== undefined) {
+          where += ` AND key = $${params.push(page.metricKey)}`;
+          order = 'at DESC, seq DESC';
+          if (cursor) {
+            // Rows of this metric after the cursor: of its instant, those before it in seq (the cursor's own
+            // metric), all of them (a smaller key comes later) or none (a greater key came before).
+            // (Spelled (key, at, seq), in ledger_range's column order, so that only that index can seek to it.)
+            const bound = page.metricKey === cursor.key ? cursor.seq : page.metricKey < cursor.key ? MAX_SEQ.toString() : '0';
+            where += ` AND (key, at, seq) < ($${params.push(page.metricKey)}, $${params.push(cursor.at)}, $${params.push(bound)}::bigint)`;
+          }
+        } else if (cursor) {
+          where += ` AND (at, key, seq) < ($${params.push(cursor.at)}, $${params.push(cursor.key)}, $${params.push(cursor.seq)}::bigint)`;
+        }
+        const r = await read((q) =>
+          q.query(`SELECT seq::text AS cursor, id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE ${where} ORDER BY ${order} LIMIT $${params.push(limit + 1)}`, params),
+        );
+        const rows = r.rows.slice(0, limit);
+        const last = rows[rows.length - 1];
+        const next = r.rows.length > limit && last ? `${String(last.cursor)}|${String(last.at)}|${String(last.key)}` : null;
+        return { rows: rows.map(toRow), next };
+      },
+
+      // Migration 006: boosts_system, O(log n + limit).
+      async listBoosts(systemKey, page) {
+        const limit = Math.max(0, page.limit);
+        const r = await read((q) =>
+          page.after === undefined
+            ? q.query(`SELECT user_id, boost FROM ${t('boosts')} WHERE tenant = $3 AND system = $1 ORDER BY id LIMIT $2`, [systemKey, limit, tenant])
+            : q.query(`SELECT user_id, boost FROM ${t('boosts')} WHERE tenant = $4 AND system = $1 AND id > $3 ORDER BY id LIMIT $2`, [systemKey, limit, page.after, tenant]),
+        );
+        return r.rows.map(toBoost);
+      },
+
+      async getBoost(id) {
+        const row = (await read((q) => q.query(`SELECT user_id, boost FROM ${t('boosts')} WHERE tenant = $2 AND id = $1`, [id, tenant]))).rows[0];
+        return row ? toBoost(row) : null;
+      },
+
+      // One statement (erase_user, migration 005), so one transaction; see the function for what it deletes
+      // and its lock order.
+      async eraseUser(erasure): Promise<ErasureResult> {
+        const token = globalThis.crypto.randomUUID();
+        const date = erasure.reset ? erasure.reset.state.user.updated.slice(0, 10) : null;
+        const reset = erasure.reset && typeof erasure.reset.due === 'string' ? { ...erasure.reset, due: dueOf(erasure.reset.due) } : erasure.reset;
+        let raw: unknown;
+        try {
+          raw = (await read((q) => q.query(`SELECT ${t('erase_user')}($1::jsonb, $2::text, $3::boolean, $4::text) AS r`, [JSON.stringify({ ...erasure, reset, date }), token, sqlRanks, tenant]))).rows[0]?.r;
+        } catch (error) {
+          if (isSerialization(error)) throw new ConflictError(`Transaction conflict (${String(codeOf(error))}) erasing user ${JSON.stringify(erasure.userId)}.`, { cause: error });
+          throw unavailable('eraseUser', error);
+        }
+        const out = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { conflict?: string; erased?: boolean; version?: number; indexes?: string[] } | null;
+        if (!out || typeof out !== 'object') throw new Error('erase_user returned no result');
+        if (out.conflict) throw new ConflictError(`Version conflict for user ${JSON.stringify(erasure.userId)}: expected version ${erasure.expectedVersion}.`);
+        const indexes = (out.indexes ?? []).map(String).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+        return { erased: out.erased === true, version: num(out.version ?? 0), indexes };
+      },
+
+      // ---- The outbox (OutboxStore, migration 007). Instants come from the caller, never the server's clock. ----
+
+      // Commit order as it can be read for sure: `read_changes` (migration 007) returns (xid, seq) order below a
+      // horizon no outbox row can appear under later (it waits only for outbox writers in flight, never for
+      // unrelated transactions on the server), so no row is ever found before a cursor already handed out.
+      // An index range scan on the primary key (xid, seq): O(log n + limit), plus a look at pg_locks.
+      async readChanges(page): Promise<ChangesPage> {
+        const from = changeCursorOf(page.after);
+        const limit = Math.max(0, page.limit);
+        const r = await read((q) => q.query(`SELECT * FROM ${t('read_changes')}($1::xid8, $2::bigint, $3::integer, $4::text)`, [from.xid, from.seq, limit, tenant]));
+        const events = r.rows.map(toChange);
+        const last = events[events.length - 1];
+        return { events, next: last ? last.position : (page.after ?? '0.0') };
+      },
+
+      // One statement: taken when nobody holds the lease, the owner holds it, or it ended at or before `now`.
+      async claimConsumer(lease) {
+        const now = msOf('now', lease.now);
+        const r = await read((q) =>
+          q.query(
+            `INSERT INTO ${t('consumers')} AS k (tenant, name, cursor, owner, lease_until) VALUES ($5, $1, NULL, $2, $4::timestamptz)
+             ON CONFLICT (tenant, name) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
+               WHERE k.owner IS NULL OR k.owner = EXCLUDED.owner OR k.lease_until IS NULL OR k.lease_until <= $3::timestamptz
+             RETURNING k.cursor`,
+            [lease.consumer, lease.owner, isoOf(now), isoOf(now + lease.leaseMs), tenant],
+          ),
+        );
+        const row = r.rows[0];
+        return row ? { cursor: row.cursor === null || row.cursor === undefined ? null : String(row.cursor) } : null;
+      },
+
+      async advanceConsumer(update) {
+        const until = msOf('now', update.now) + update.leaseMs;
+        const r = await read((q) =>
+          q.query(`UPDATE ${t('consumers')} SET cursor = $3, lease_until = $4::timestamptz WHERE tenant = $5 AND name = $1 AND owner = $2 RETURNING 1 AS ok`, [
+            update.consumer,
+            update.owner,
+            update.cursor,
+            isoOf(until),
+            tenant,
+          ]),
+        );
+        return r.rows.length > 0;
+      },
+
+      async releaseConsumer(lease) {
+        await read((q) => q.query(`UPDATE ${t('consumers')} SET owner = NULL, lease_until = NULL WHERE tenant = $3 AND name = $1 AND owner = $2`, [lease.consumer, lease.owner, tenant]));
+      },
+
+      async getMarks(marks) {
+        if (marks.length === 0) return {};
+        const r = await read((q) => q.query(`SELECT mark, value FROM ${t('marks')} WHERE tenant = $2 AND mark = ANY($1::text[])`, [[...marks], tenant]));
+        const found = new Map(r.rows.map((row) => [String(row.mark), String(row.value)]));
+        const out: Record<string, string> = {};
+        for (const m of marks) {
+          const v = found.get(m);
+          if (v !== undefined) out[m] = v;
+        }
+        return out;
+      },
+
+      // One statement: the mark is inserted (expected null: ON CONFLICT DO NOTHING) or updated from `expected`
+      // (WHERE value = expected), and the events appended only when it was. Of concurrent callers with the same
+      // `expected` exactly one wins: the others wait for its row and then find it taken or changed. Events with
+      // a rank marker complete from no rank changes, so they are dropped (as in the memory store).
+      async appendChanges(entry) {
+        const events = JSON.stringify(settleChanges(entry.changes, [], ''));
+        const r = await read((q) =>
+          entry.expected === null
+            ? q.query(
+                `WITH m AS (INSERT INTO ${t('marks')} (tenant, mark, value) VALUES ($4, $1, $2) ON CONFLICT (tenant, mark) DO NOTHING RETURNING 1), ins AS (${appendEvents(3, 4)})
+                 SELECT count(*) AS n FROM m`,
+                [entry.mark, entry.value, events, tenant],
+              )
+            : q.query(
+                `WITH m AS (UPDATE ${t('marks')} SET value = $2 WHERE tenant = $5 AND mark = $1 AND value = $4 RETURNING 1), ins AS (${appendEvents(3, 5)})
+                 SELECT count(*) AS n FROM m`,
+                [entry.mark, entry.value, events, entry.expected, tenant],
+              ),
+        );
+        return num(r.rows[0]?.n) > 0;
+      },
+
+      // One statement on users_due (007): the earliest due users, skipping rows other transactions hold (a
+      // commit of the user, another claim), each given `now + leaseMs` as its due instant. O(log n + limit).
+      async claimDue(claim) {
+        const now = msOf('now', claim.now);
+        const limit = Math.max(0, claim.limit);
+        if (limit === 0) return [];
+        const r = await read((q) =>
+          q.query(
+            `WITH d AS (
+               SELECT user_id, due FROM ${t('users')} WHERE tenant = $4 AND due IS NOT NULL AND due <= $1 ORDER BY due, user_id LIMIT $3 FOR UPDATE SKIP LOCKED
+             ), up AS (
+               UPDATE ${t('users')} x SET due = $2 FROM d WHERE x.tenant = $4 AND x.user_id = d.user_id RETURNING x.user_id
+             )
+             SELECT d.user_id FROM d JOIN up ON up.user_id = d.user_id ORDER BY d.due, d.user_id`,
+            [isoOf(now), isoOf(now + claim.leaseMs), limit, tenant],
+          ),
+        );
+        return r.rows.map((row) => String(row.user_id));
+      },
+
+      // The oldest events dated before `before` (outbox_at), at most `limit`; delivery outcomes dated before it
+      // go too (at most `limit` of them), so that table stays bounded as well. Returns the events removed.
+      async pruneChanges(prune) {
+        const before = isoOf(msOf('before', prune.before));
+        const limit = Math.max(0, prune.limit);
+        if (limit === 0) return 0;
+        const r = await read((q) =>
+          q.query(
+            // The oldest events in commit order, up to the first one dated at or after `before` (so an event
+            // written late but dated long ago, a lapse seen weeks after, is never pruned before newer ones).
+            `WITH head AS (
+               SELECT h.xid, h.seq, h.at, row_number() OVER (ORDER BY h.xid, h.seq) AS n
+                 FROM (SELECT xid, seq, at FROM ${t('outbox')} WHERE tenant = $3 ORDER BY xid, seq LIMIT $2) h
+             ), stop AS (SELECT coalesce(min(n), $2 + 1) AS n FROM head WHERE at >= $1),
+             gone AS (
+               DELETE FROM ${t('outbox')} o USING head
+               WHERE o.tenant = $3 AND o.xid = head.xid AND o.seq = head.seq AND head.n < (SELECT n FROM stop) RETURNING 1
+             ), gone_deliveries AS (
+               DELETE FROM ${t('deliveries')} WHERE seq IN (SELECT seq FROM ${t('deliveries')} WHERE tenant = $3 AND at < $1 ORDER BY at LIMIT $2)
+             )
+             SELECT count(*) AS n FROM gone`,
+            [before, limit, tenant],
+          ),
+        );
+        return num(r.rows[0]?.n);
+      },
+
+      async recordDeliveries(records) {
+        if (records.length === 0) return;
+        await read((q) =>
+          q.query(
+            `INSERT INTO ${t('deliveries')} (tenant, consumer, event_id, attempt, ok, status, error, at, ms)
+               SELECT $2, r.consumer, r."eventId", r.attempt, r.ok, r.status, r.error, r.at, r.ms
+               FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (consumer text, "eventId" text, attempt integer, ok boolean, status integer, error text, at text, ms double precision)) WITH ORDINALITY AS r
+               ORDER BY r.ordinality`,
+            [JSON.stringify(records), tenant],
+          ),
+        );
+      },
+
+      async readDeliveries(query) {
+        const limit = Math.max(0, query.limit);
+        const r = await read((q) =>
+          q.query(`SELECT consumer, event_id, attempt, ok, status, error, at, ms FROM ${t('deliveries')} WHERE tenant = $3 AND consumer = $1 ORDER BY seq DESC LIMIT $2`, [query.consumer, limit, tenant]),
+        );
+        return r.rows.map(toDelivery);
+      },
     };
+
+    // Whatever any method meets that is not a Laurel error (a driver error, a dropped connection, a row that
+    // does not parse) leaves it as a StorageUnavailableError with the original as `cause`.
+    const guarded = {} as Record<string, unknown>;
+    for (const [name, method] of Object.entries(methods) as [string, (...args: unknown[]) => Promise<unknown>][]) {
+      guarded[name] = async (...args: unknown[]) => {
+        try {
+          return await method(...args);
+        } catch (error) {
+          throw unavailable(name, error);
+        }
+      };
+    }
+    guarded.tenant = tenantStore;
+    return guarded as unknown as PostgresStore;
   }
-  return guarded as unknown as PostgresStore;
+
+  return view('');
 }

@@ -1,16 +1,131 @@
 /**
- * The store conformance suite: what every {@link Store} must do, as checks that throw on failure.
- * `describeStoreConformance` runs them under vitest; `runStoreConformance` runs them anywhere and reports.
+ * The store conformance suite: what every {@link Store} must do, as checks that throw on failure. It imports
+ * no test framework: `runStoreConformance` runs it anywhere and reports; `registerStoreConformance` (and the
+ * adapters `laurel/testing/vitest`, `laurel/testing/jest`, `laurel/testing/node`) register it as tests.
  */
 import { isLaurelErrorCode, type LaurelErrorCode } from '../errors.js';
 import type { ChangeEvent, IdempotencyRecord, LeaderboardWrite, LedgerRow, StoredChange, UserState } from '../core/types.js';
 import type { BatchCommitOutcome, Commit, CommitResult, IdempotencyLookup, OutboxStore, Store } from '../store/types.js';
+import { tenancyChecks } from './tenancy.js';
 
-export type StoreFactory = () => Store | Promise<Store>;
+/**
+ * The fault-injection hook a store under test calls: `point(label)` right before each statement (each
+ * round trip, each write) of `commit`, `commitBatch` and `eraseUser`, `label` naming it (`'insert ledger'`).
+ * An armed point throws an {@link InjectedFault}, standing for the server failing that statement; the store
+ * lets it propagate (after rolling back) as it would a database error, and MUST then have changed nothing.
+ * Unarmed, `point` does nothing and costs nothing. Production code passes no injector.
+ */
+export interface FaultInjector {
+  /** Called right before a statement of a write; throws {@link InjectedFault} when the suite armed it. */
+  point(label: string): void;
+}
 
+/** What {@link StoreFactory} receives: a fresh fault injector per check. */
+export interface StoreFactoryContext {
+  /** The check's {@link FaultInjector}: wire it into the store's write paths (see {@link FaultInjector}). */
+  faults: FaultInjector;
+}
+
+/**
+ * Makes a fresh, empty store for one check. It receives the check's {@link FaultInjector} (`faults`): a store
+ * that calls `faults.point(label)` before each statement of `commit`, `commitBatch` and `eraseUser` gets the
+ * atomicity checks, which arm the N-th point to throw for N = 1, 2, ... until a write passes every point,
+ * and require each failed write to have changed nothing (state, version, ledger, entries and ranks, rank
+ * history, counters, idempotency records, boosts). A store that calls no point (e.g. the memory store, whose
+ * writes cannot fail half-way) gets those checks as "not applicable" (skipped), never as passed.
+ *
+ * @example
+ * ```ts
+ * const factory: StoreFactory = ({ faults }) => createMyStore({ database: freshDatabase(), onStatement: (label) => faults.point(label) });
+ * ```
+ */
+export type StoreFactory = (context: StoreFactoryContext) => Store | Promise<Store>;
+
+/** What a check receives besides its store. */
+export interface ConformanceContext {
+  /** The fault injector given to the factory, to arm and inspect. */
+  faults: ConformanceFaults;
+  /** Ends the check as not applicable to this store (reported as skipped, never as passed). */
+  skip(reason: string): never;
+}
+
+/** One check of the suite: throws on failure, ends with {@link ConformanceContext.skip} when not applicable. */
 export interface ConformanceCheck {
+  /** What the check requires, as a sentence (the test's name). */
   name: string;
-  run: (store: Store) => Promise<void>;
+  /** Runs the check on a fresh, empty store; throws on failure. */
+  run: (store: Store, context: ConformanceContext) => Promise<void>;
+}
+
+/** The outcome of one check (see {@link runConformanceCheck}). */
+export type CheckOutcome = { status: 'passed' } | { status: 'skipped'; reason: string } | { status: 'failed'; error: unknown };
+
+/** What {@link runStoreConformance} reports: the checks passed, failed and skipped (not applicable), in suite order. */
+export interface ConformanceReport {
+  passed: string[];
+  failed: { name: string; error: unknown }[];
+  skipped: { name: string; reason: string }[];
+}
+
+/** The error an armed fault point throws (see {@link FaultInjector}). */
+export class InjectedFault extends Error {
+  constructor(
+    /** The label of the point. */
+    readonly label: string,
+    /** The point's number in the write (1 for the first). */
+    readonly point: number,
+  ) {
+    super(`injected fault at point ${point} (${label})`);
+    this.name = 'InjectedFault';
+  }
+}
+
+/** Thrown by {@link ConformanceContext.skip}: the check does not apply to the store. */
+export class CheckNotApplicable extends Error {
+  constructor(readonly reason: string) {
+    super(`not applicable: ${reason}`);
+    this.name = 'CheckNotApplicable';
+  }
+}
+
+/**
+ * The suite's {@link FaultInjector}: counts the points a store calls and, armed with `arm(n)`, throws an
+ * {@link InjectedFault} at the `n`-th point after arming (once).
+ */
+export class ConformanceFaults implements FaultInjector {
+  /** Points called since the injector was made. */
+  total = 0;
+  /** Points called since the last `arm` (or since the start). */
+  reached = 0;
+  /** The fault thrown since the last `arm`, or null. */
+  fired: InjectedFault | null = null;
+  /** Labels of the points called since the last `arm`. */
+  labels: string[] = [];
+  private armedAt = 0;
+
+  /** Throws at the `n`-th point from now (1: the next one). */
+  arm(n: number): void {
+    this.armedAt = n;
+    this.reached = 0;
+    this.fired = null;
+    this.labels = [];
+  }
+
+  /** No point throws; the counts go on. */
+  disarm(): void {
+    this.armedAt = 0;
+  }
+
+  /** Counts the point; throws {@link InjectedFault} when it is the armed one. */
+  point(label: string): void {
+    this.total++;
+    this.reached++;
+    this.labels.push(label);
+    if (this.armedAt > 0 && this.reached === this.armedAt) {
+      this.armedAt = 0;
+      throw (this.fired = new InjectedFault(label, this.reached));
+    }
+  }
 }
 
 class CheckFailed extends Error {}
@@ -387,8 +502,8 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
   },
   {
     name: 'loadForEvents (optional) reads what loadUsers and getIdempotencyRecord read',
-    async run(store) {
-      if (!store.loadForEvents) return;
+    async run(store, context) {
+      if (!store.loadForEvents) return context.skip('the store has no loadForEvents (optional)');
       await store.commit(commitOf('u1', 0, { idempotency: record('u1', 'k1', 'e1') }));
       await store.commit(commitOf('u1', 1, { idempotency: record('u1', 'k2', 'e2') }));
       await store.commit(commitOf('u2', 0, { idempotency: record('u2', 'k1', 'e3', 'other') }));
@@ -416,8 +531,8 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
   },
   {
     name: 'commitBatch (optional) applies commits of several users in order, each with the ranks that commits one by one give',
-    async run(store) {
-      if (!store.commitBatch) return;
+    async run(store, context) {
+      if (!store.commitBatch) return context.skip('the store has no commitBatch (optional)');
       const at = (h: string) => `2026-01-01T${h}:00:00.000Z`;
       const commits = [
         commitOf('a', 0, { ledger: [metricRow('a', 'a1', at('10'), 1, 1)], leaderboard: [write('lb|b', 'a', 5, at('10'))], counters: { users: 1 }, idempotency: record('a', 'ka', 'a1') }),
@@ -461,8 +576,8 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
   },
   {
     name: 'commitBatch (optional): a refused commit changes nothing and stops no other; the refused user\'s later commits are refused',
-    async run(store) {
-      if (!store.commitBatch) return;
+    async run(store, context) {
+      if (!store.commitBatch) return context.skip('the store has no commitBatch (optional)');
       const at = '2026-01-02T10:00:00.000Z';
       await store.commit(commitOf('u', 0, { ledger: [metricRow('u', 'u1', at, 1, 1)], leaderboard: [write('lb|r', 'u', 3, at)], counters: { users: 1 } }));
       await store.commit(commitOf('u', 1));
@@ -500,8 +615,8 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
   },
   {
     name: 'commitBatch (optional): idempotency keys conflict with stored records and with earlier commits of the batch',
-    async run(store) {
-      if (!store.commitBatch) return;
+    async run(store, context) {
+      if (!store.commitBatch) return context.skip('the store has no commitBatch (optional)');
       await store.commit(commitOf('u', 0, { idempotency: record('u', 'k1', 'e0') }));
       const { kinds, results } = outcomesOf(
         await store.commitBatch([
@@ -525,12 +640,12 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
   },
   {
     name: 'thresholds (optional): a write with thresholdRank reports the value at that rank after it, 0 when there is none',
-    async run(store) {
+    async run(store, context) {
       const at = (m: string) => `2026-01-04T10:${m}:00.000Z`;
       for (const [id, value] of [['a', 10], ['b', 8], ['c', 6]] as const) await store.commit(commitOf(id, 0, { leaderboard: [write('lb|t', id, value, at('00'))] }));
       const first = await store.commit(commitOf('d', 0, { leaderboard: [{ ...write('lb|t', 'd', 9, at('01')), thresholdRank: 2 }] }));
       // A store MAY leave thresholds out (the engine then reads them); when it reports one, it must be right.
-      if (first.ranks[0]?.threshold === undefined) return;
+      if (first.ranks[0]?.threshold === undefined) return context.skip('the store reports no thresholds (optional: the engine reads them)');
       const thresholds = (r: CommitResult) => r.ranks.map((x) => x.threshold);
       equal(thresholds(first), [9], 'rank 2 after the write is the written entry');
       equal(thresholds(await store.commit(commitOf('e', 0, { leaderboard: [{ ...write('lb|t', 'e', 7, at('02')), thresholdRank: 5 }] }))), [6], 'rank 5 of 5');
@@ -956,7 +1071,10 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
       equal(await store.listBoosts('xp', { limit: 10 }), [], 'removed by a reset');
     },
   },
+  ...edgeChecks(),
+  ...atomicityChecks(),
   ...outboxChecks(),
+  ...tenancyChecks,
 ];
 
 /** A change event for the outbox checks. */
@@ -988,9 +1106,9 @@ function outboxChecks(): ConformanceCheck[] {
   return [
     {
       name: 'outbox (OutboxStore): a commit appends its changes in order, atomically; rank_changed is completed from the commit\'s ranks; readChanges pages in commit order',
-      async run(store) {
+      async run(store, context) {
         const outbox = outboxOf(store);
-        if (!outbox) return;
+        if (!outbox) return context.skip('the store keeps no outbox (OutboxStore is optional)');
         const at = '2026-03-02T01:00:00.000Z';
         await store.commit(commitOf('a', 0, { changes: [change('a1', 'a'), change('a2', 'a')], leaderboard: [write('lb|o', 'a', 5, at)] }));
         const rank = (id: string, userId: string, cap = 10): ChangeEvent => ({ id, type: 'leaderboard.rank_changed', userId, at, payload: { type: 'leaderboard.rank_changed', leaderboard: { key: 'o' } }, rank: { index: 'lb|o', cap } });
@@ -1011,9 +1129,9 @@ function outboxChecks(): ConformanceCheck[] {
     },
     {
       name: 'outbox (OutboxStore): consumer leases: one owner at a time, expiry, advance only by the owner, release keeps the cursor',
-      async run(store) {
+      async run(store, context) {
         const outbox = outboxOf(store);
-        if (!outbox) return;
+        if (!outbox) return context.skip('the store keeps no outbox (OutboxStore is optional)');
         const t = (s: number) => new Date(Date.parse('2026-03-02T00:00:00.000Z') + s * 1000).toISOString();
         equal(await outbox.claimConsumer({ consumer: 'c', owner: 'A', now: t(0), leaseMs: 10_000 }), { cursor: null }, 'a first claim');
         equal(await outbox.claimConsumer({ consumer: 'c', owner: 'B', now: t(5), leaseMs: 10_000 }), null, 'held by another');
@@ -1028,9 +1146,9 @@ function outboxChecks(): ConformanceCheck[] {
     },
     {
       name: 'outbox (OutboxStore): marks append once (compare and set); claimDue claims due users once, earliest first, ties by code point, leased; erasure forgets events and due',
-      async run(store) {
+      async run(store, context) {
         const outbox = outboxOf(store);
-        if (!outbox) return;
+        if (!outbox) return context.skip('the store keeps no outbox (OutboxStore is optional)');
         const t = (m: number) => new Date(Date.parse('2026-03-02T00:00:00.000Z') + m * 60_000).toISOString();
         const results = await Promise.all([0, 1, 2].map((i) => outbox.appendChanges({ mark: 'm', expected: null, value: `v${i}`, changes: [change(`s${i}`, null)] })));
         equal(results.filter(Boolean).length, 1, 'one of concurrent appends wins');
@@ -1056,9 +1174,9 @@ function outboxChecks(): ConformanceCheck[] {
     },
     {
       name: 'outbox (OutboxStore): pruneChanges removes the oldest events in commit order up to the first newer one, and old delivery outcomes; delivery outcomes read back newest first',
-      async run(store) {
+      async run(store, context) {
         const outbox = outboxOf(store);
-        if (!outbox) return;
+        if (!outbox) return context.skip('the store keeps no outbox (OutboxStore is optional)');
         const day = (d: number) => `2026-03-0${d}T00:00:00.000Z`;
         await store.commit(commitOf('p', 0, { changes: [change('p1', 'p', day(1)), change('p2', 'p', day(2))] }));
         await store.commit(commitOf('q', 0, { changes: [change('q1', 'q', day(5)), change('q2', 'q', day(1))] }));
@@ -1077,15 +1195,480 @@ function outboxChecks(): ConformanceCheck[] {
   ];
 }
 
-/** Runs every check against fresh stores and returns the failures (empty when the store conforms). */
-export async function runStoreConformance(factory: StoreFactory): Promise<{ name: string; error: unknown }[]> {
-  const failures: { name: string; error: unknown }[] = [];
-  for (const check of storeConformanceChecks) {
-    try {
-      await check.run(await factory());
-    } catch (error) {
-      failures.push({ name: check.name, error });
+/**
+ * Runs one check against a fresh store from `factory` (given a fresh {@link ConformanceFaults}); never
+ * throws: the outcome says whether it passed, failed (with the error) or did not apply (with the reason).
+ */
+export async function runConformanceCheck(check: ConformanceCheck, factory: StoreFactory): Promise<CheckOutcome> {
+  const faults = new ConformanceFaults();
+  const context: ConformanceContext = {
+    faults,
+    skip(reason: string): never {
+      throw new CheckNotApplicable(reason);
+    },
+  };
+  try {
+    await check.run(await factory({ faults }), context);
+    return { status: 'passed' };
+  } catch (error) {
+    if (error instanceof CheckNotApplicable) return { status: 'skipped', reason: error.reason };
+    return { status: 'failed', error };
+  }
+}
+
+/**
+ * Runs every check (or `checks`) against fresh stores, one after another, and reports which passed, failed
+ * and did not apply. The store conforms when `failed` is empty.
+ *
+ * @example
+ * ```ts
+ * const report = await runStoreConformance(({ faults }) => createMyStore({ faults }));
+ * if (report.failed.length > 0) throw report.failed[0].error;
+ * ```
+ */
+export async function runStoreConformance(factory: StoreFactory, checks: readonly ConformanceCheck[] = storeConformanceChecks): Promise<ConformanceReport> {
+  const report: ConformanceReport = { passed: [], failed: [], skipped: [] };
+  for (const check of checks) {
+    const outcome = await runConformanceCheck(check, factory);
+    if (outcome.status === 'passed') report.passed.push(check.name);
+    else if (outcome.status === 'skipped') report.skipped.push({ name: check.name, reason: outcome.reason });
+    else report.failed.push({ name: check.name, error: outcome.error });
+  }
+  return report;
+}
+
+/** A runtime boost record and the operation rows that create and delete it (see `Store.commit`). */
+const boostOf = (id: string, userId: string, system = 'xp') => ({ id, userId, pointsSystemKey: system, name: `Boost ${id}`, start: '2026-06-01', end: '2026-06-30', multiplier: 2, rounding: 'down' as const });
+const createBoostRow = (userId: string, rowId: string, at: string, b: ReturnType<typeof boostOf>) =>
+  rowOf(userId, rowId, 'operation', 'createBoost', at, { op: 'createBoost', system: b.pointsSystemKey, name: b.name, start: b.start, end: b.end, multiplier: b.multiplier, rounding: b.rounding, result: { boost: b } } as never, 0, 0);
+const deleteBoostRow = (userId: string, rowId: string, at: string, id: string) => rowOf(userId, rowId, 'operation', 'deleteBoost', at, { op: 'deleteBoost', id, result: { id } } as never, 0, 0);
+
+/**
+ * Checks of every read's edges: unranked writes, range bounds (`countEntries`, `readLedger`, `readRange`,
+ * `readRankHistory`, `listBoosts`), rows of one instant, idempotency scope and erasure of exactly one id.
+ */
+function edgeChecks(): ConformanceCheck[] {
+  return [
+    {
+      name: 'unranked writes (points totals) are kept and ordered as ranked ones: readRange, getEntry, countEntries; replaced, removed; their ranks are null or right',
+      async run(store) {
+        const at = (m: string) => `2026-05-01T10:${m}:00.000Z`;
+        const u = (id: string, value: number, m: string): LeaderboardWrite => ({ ...write('pt|u', id, value, at(m)), unranked: true });
+        const ranksOf = async (c: Commit) => (await store.commit(c)).ranks;
+        const results: CommitResult['ranks'][] = [];
+        results.push(await ranksOf(commitOf('a', 0, { leaderboard: [u('a', 10, '00')] })));
+        results.push(await ranksOf(commitOf('b', 0, { leaderboard: [u('b', 30, '01')] })));
+        results.push(await ranksOf(commitOf('c', 0, { leaderboard: [u('c', 10, '02')] })));
+        // A ranked and an unranked write in one commit: results in the commit's order.
+        results.push(await ranksOf(commitOf('d', 0, { leaderboard: [write('lb|u', 'd', 1, at('00')), u('d', 10, '00')] })));
+        const expected = [
+          ['pt|u', 'a', 1, 10],
+          ['pt|u', 'b', 1, 30],
+          ['pt|u', 'c', 3, 10],
+          ['lb|u', 'd', 1, 1],
+          ['pt|u', 'd', 3, 10],
+        ] as const;
+        const flat = results.flat();
+        equal(flat.map((r) => [r.index, r.userId]), expected.map((e) => [e[0], e[1]]), 'one rank change per write, in order');
+        for (const [i, r] of flat.entries()) {
+          const [index, userId, rank, value] = expected[i] as (typeof expected)[number];
+          assert(r.rank === null || r.rank === rank, `${index} ${userId}: an unranked write's rank is null or right: expected null or ${rank}, got ${r.rank}`);
+          assert(r.value === null || r.value === value, `${index} ${userId}: an unranked write's value is null or right: expected null or ${value}, got ${r.value}`);
+          assert(r.previousRank === null && r.previousValue === null, `${index} ${userId}: a new entry has no previous rank or value`);
+        }
+        // Equal values: earlier reachedAt first, then user id (a and d tie on both).
+        equal((await store.readRange('pt|u', 0, 10)).map((e) => [e.userId, e.rank, e.value, e.reachedAt]), [['b', 1, 30, at('01')], ['a', 2, 10, at('00')], ['d', 3, 10, at('00')], ['c', 4, 10, at('02')]], 'the unranked index in rank order');
+        equal(await store.getEntry('pt|u', 'c'), { userId: 'c', value: 10, reachedAt: at('02'), rank: 4 }, 'getEntry of an unranked write');
+        equal([await store.countEntries('pt|u'), await store.countEntries('pt|u', { min: 10 }), await store.countEntries('pt|u', { min: 11 }), await store.countEntries('pt|u', { max: 30 })], [4, 4, 1, 3], 'counts');
+        // Replaced (absolute, never added to) and removed.
+        const replaced = await ranksOf(commitOf('a', 1, { leaderboard: [u('a', 40, '03')] }));
+        assert(replaced[0]?.previousValue === null || replaced[0]?.previousValue === 10, `a replaced unranked write's previous value is null or 10, got ${replaced[0]?.previousValue}`);
+        await store.commit(commitOf('b', 1, { leaderboard: [{ index: 'pt|u', userId: 'b', remove: true, date: '2026-05-01', unranked: true }] }));
+        equal((await store.readRange('pt|u', 0, 10)).map((e) => [e.userId, e.rank, e.value]), [['a', 1, 40], ['d', 2, 10], ['c', 3, 10]], 'replaced and removed');
+        equal(await store.getEntry('pt|u', 'b'), null, 'a removed unranked entry');
+        equal(await store.countEntries('pt|u', { min: 10, max: 40 }), 2, 'counts after');
+        equal((await store.readRange('lb|u', 0, 10)).map((e) => e.userId), ['d'], 'the ranked write of the same commit');
+      },
+    },
+    {
+      name: 'countEntries: min inclusive, max exclusive, each alone or both, empty and fractional ranges',
+      async run(store) {
+        const values = [['a', 1], ['b', 2], ['c', 2], ['d', 3], ['e', 5], ['f', -1.5], ['g', 2.5]] as const;
+        for (const [id, value] of values) await store.commit(commitOf(id, 0, { leaderboard: [write('lb|c', id, value, '2026-05-02T00:00:00.000Z')] }));
+        const count = (range?: { min?: number; max?: number }) => store.countEntries('lb|c', range);
+        const cases: [{ min?: number; max?: number } | undefined, number][] = [
+          [undefined, 7],
+          [{}, 7],
+          [{ min: 2 }, 5],
+          [{ max: 2 }, 2],
+          [{ min: 2, max: 3 }, 3],
+          [{ min: 3, max: 3 }, 0],
+          [{ min: 3, max: 2 }, 0],
+          [{ min: 5 }, 1],
+          [{ max: 5 }, 6],
+          [{ min: 5.5 }, 0],
+          [{ max: -1.5 }, 0],
+          [{ min: -1.5, max: 1 }, 1],
+          [{ min: 2.5, max: 2.75 }, 1],
+          [{ min: -10, max: 10 }, 7],
+        ];
+        for (const [range, n] of cases) equal(await count(range), n, `countEntries ${JSON.stringify(range)}`);
+        equal(await store.countEntries('lb|none', { min: 0 }), 0, 'an unknown index with a range');
+      },
+    },
+    {
+      name: 'readLedger: from inclusive and to exclusive at row instants, each alone, with limits; rows of one instant in insertion order (reversed when descending)',
+      async run(store) {
+        const T = (m: number) => `2026-05-03T10:0${m}:00.000Z`;
+        const m = (id: string, at: string) => metricRow('u', id, at, 1, 1);
+        await store.commit(commitOf('u', 0, { ledger: [m('x1', T(1)), m('x2', T(2)), m('x3', T(2))] }));
+        await store.commit(commitOf('v', 0, { ledger: [metricRow('v', 'v1', T(2), 1, 1)] }));
+        await store.commit(commitOf('u', 1, { ledger: [m('x4', T(2)), m('x5', T(3)), m('x6', T(1)), metricRow('u', 'o1', T(2), 1, 1, 'other')] }));
+        const ids = async (q: Partial<Parameters<Store['readLedger']>[0]>) => (await store.readLedger({ userId: 'u', kind: 'metric', key: 'lessons', order: 'asc', ...q })).map((r) => r.id);
+        const cases: [Partial<Parameters<Store['readLedger']>[0]>, string[]][] = [
+          [{}, ['x1', 'x6', 'x2', 'x3', 'x4', 'x5']],
+          [{ order: 'desc' }, ['x5', 'x4', 'x3', 'x2', 'x6', 'x1']],
+          [{ from: T(2) }, ['x2', 'x3', 'x4', 'x5']],
+          [{ to: T(2) }, ['x1', 'x6']],
+          [{ from: T(2), to: T(3) }, ['x2', 'x3', 'x4']],
+          [{ from: T(1), to: T(3) }, ['x1', 'x6', 'x2', 'x3', 'x4']],
+          [{ from: T(2), to: T(2) }, []],
+          [{ from: T(3), to: T(2) }, []],
+          [{ from: '2026-05-03T10:01:00.001Z' }, ['x2', 'x3', 'x4', 'x5']],
+          [{ to: '2026-05-03T10:02:00.001Z' }, ['x1', 'x6', 'x2', 'x3', 'x4']],
+          [{ from: T(2), to: T(3), order: 'desc' }, ['x4', 'x3', 'x2']],
+          [{ from: T(2), to: T(3), order: 'desc', limit: 2 }, ['x4', 'x3']],
+          [{ from: T(1), limit: 3 }, ['x1', 'x6', 'x2']],
+          [{ to: T(2), order: 'desc', limit: 1 }, ['x6']],
+          [{ from: T(3), order: 'desc' }, ['x5']],
+          [{ limit: 100 }, ['x1', 'x6', 'x2', 'x3', 'x4', 'x5']],
+        ];
+        for (const [q, expected] of cases) equal(await ids(q), expected, `readLedger ${JSON.stringify(q)}`);
+        equal((await store.readLedger({ userId: 'u', kind: 'metric', key: 'other', order: 'asc', from: T(2), to: T(3) })).map((r) => r.id), ['o1'], 'another key');
+        equal((await store.readLedger({ userId: 'v', kind: 'metric', key: 'lessons', order: 'asc', from: T(2), to: T(3) })).map((r) => r.id), ['v1'], 'another user');
+      },
+    },
+    {
+      name: 'rows of one instant keep their insertion order in readUserLedger and readEvents (newest first: reverse commit order), over every page size',
+      async run(store) {
+        const T = '2026-05-04T09:00:00.000Z';
+        const m = (id: string, key: string, at = T) => rowOf('s', id, 'metric', key, at, null, 1, 1);
+        const c1 = [m('a1', 'lessons'), m('a2', 'lessons'), m('b1', 'quiz')];
+        const c2 = [m('a3', 'lessons'), m('b2', 'quiz'), rowOf('s', 'p1', 'points', 'xp', T)];
+        const c3 = [m('a4', 'lessons', '2026-05-04T08:59:59.999Z'), m('a5', 'lessons')];
+        await store.commit(commitOf('s', 0, { ledger: c1 }));
+        await store.commit(commitOf('s', 1, { ledger: c2 }));
+        await store.commit(commitOf('s', 2, { ledger: c3 }));
+        const all = [...c1, ...c2, ...c3].map((r) => r.id);
+        const events = ['b2', 'b1', 'a5', 'a3', 'a2', 'a1', 'a4'];
+        const lessons = ['a5', 'a3', 'a2', 'a1', 'a4'];
+        for (let limit = 1; limit <= all.length + 1; limit++) {
+          equal((await readWholeLedger(store, 's', limit)).map((r) => r.id), all, `readUserLedger, pages of ${limit}`);
+          equal((await readAllEvents(store, 's', limit)).map((r) => r.id), events, `readEvents, pages of ${limit}`);
+          equal((await readAllEvents(store, 's', limit, 'lessons')).map((r) => r.id), lessons, `readEvents of one metric, pages of ${limit}`);
+        }
+        equal((await store.readLedger({ userId: 's', kind: 'metric', key: 'lessons', order: 'asc' })).map((r) => r.id), ['a4', 'a1', 'a2', 'a3', 'a5'], 'readLedger ascending');
+        equal((await store.readLedger({ userId: 's', kind: 'metric', key: 'lessons', order: 'desc', limit: 3 })).map((r) => r.id), ['a5', 'a3', 'a2'], 'readLedger descending');
+      },
+    },
+    {
+      name: 'ties on value and reachedAt rank by user id in code-unit order (characters above U+FFFF before U+E000..U+FFFF, unlike UTF-8 byte order), in ranks returned and read',
+      async run(store) {
+        const tied = ['\uE000', '😀', 'a', '\uFFFF', '𐀀', 'ab', '\u00e9', 'B'];
+        const at = '2026-05-08T10:00:00.000Z';
+        const sorted = codeUnitOrder(tied);
+        equal(sorted, ['B', 'a', 'ab', '\u00e9', '𐀀', '😀', '\uE000', '\uFFFF'], 'the expected order');
+        for (const [i, id] of tied.entries()) {
+          const r = await store.commit(commitOf(id, 0, { leaderboard: [write('lb|tie', id, 7, at)] }));
+          const sofar = codeUnitOrder(tied.slice(0, i + 1));
+          equal(r.ranks[0]?.rank, sofar.indexOf(id) + 1, `the rank ${JSON.stringify(id)} was written at`);
+        }
+        equal((await store.readRange('lb|tie', 0, 20)).map((e) => e.userId), sorted, 'readRange');
+        equal((await store.readRange('lb|tie', 4, 2)).map((e) => [e.userId, e.rank]), [['𐀀', 5], ['😀', 6]], 'a page in the middle');
+        for (const [i, id] of sorted.entries()) equal((await store.getEntry('lb|tie', id))?.rank, i + 1, `getEntry ${JSON.stringify(id)}`);
+      },
+    },
+    {
+      name: 'readRange: offset and limit at the bounds; ranks count from the start of the index; getEntry agrees',
+      async run(store) {
+        const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
+        for (const [i, id] of ids.entries()) await store.commit(commitOf(id, 0, { leaderboard: [write('lb|r', id, 100 - i * 10, '2026-05-05T00:00:00.000Z')] }));
+        const page = async (offset: number, limit: number) => (await store.readRange('lb|r', offset, limit)).map((e) => [e.userId, e.rank]);
+        const cases: [number, number, [string, number][]][] = [
+          [0, 1, [['a', 1]]],
+          [0, 0, []],
+          [2, 3, [['c', 3], ['d', 4], ['e', 5]]],
+          [5, 1, [['f', 6]]],
+          [5, 10, [['f', 6]]],
+          [6, 1, []],
+          [1, 100, [['b', 2], ['c', 3], ['d', 4], ['e', 5], ['f', 6]]],
+          [0, 6, ids.map((id, i) => [id, i + 1])],
+        ];
+        for (const [offset, limit, expected] of cases) equal(await page(offset, limit), expected, `readRange(${offset}, ${limit})`);
+        for (const [i, id] of ids.entries()) equal((await store.getEntry('lb|r', id))?.rank, i + 1, `getEntry ${id}`);
+        equal(await store.readRange('lb|none', 0, 10), [], 'an unknown index');
+      },
+    },
+    {
+      name: 'readRankHistory: newest first; a limit takes the latest rows; unknown users and indexes have none',
+      async run(store) {
+        for (let d = 1; d <= 5; d++) await store.commit(commitOf('h', d - 1, { leaderboard: [write('lb|rh', 'h', d, `2026-05-0${d}T12:00:00.000Z`)] }));
+        await store.commit(commitOf('o', 0, { leaderboard: [write('lb|rh', 'o', 3.5, '2026-05-05T13:00:00.000Z')] }));
+        const dates = async (limit: number) => (await store.readRankHistory('lb|rh', 'h', limit)).map((r) => r.date);
+        equal(await dates(10), ['2026-05-05', '2026-05-04', '2026-05-03', '2026-05-02', '2026-05-01'], 'every row, newest first');
+        equal(await dates(2), ['2026-05-05', '2026-05-04'], 'limit 2: the latest two');
+        equal(await dates(1), ['2026-05-05'], 'limit 1');
+        equal(await dates(5), ['2026-05-05', '2026-05-04', '2026-05-03', '2026-05-02', '2026-05-01'], 'limit of exactly the rows');
+        equal((await store.readRankHistory('lb|rh', 'h', 1))[0], { date: '2026-05-05', previousRank: 1, rank: 1, previousValue: 4, value: 5 }, 'the latest row whole');
+        equal(await store.readRankHistory('lb|rh', 'o', 10), [{ date: '2026-05-05', previousRank: null, rank: 2, previousValue: null, value: 3.5 }], "another user's own row");
+        equal(await store.readRankHistory('lb|rh', 'nobody', 10), [], 'an unknown user');
+        equal(await store.readRankHistory('lb|none', 'h', 10), [], 'an unknown index');
+      },
+    },
+    {
+      name: 'listBoosts: paging bounds (limit 0, after an id that does not exist, after the last); getBoost of each',
+      async run(store) {
+        const at = '2026-05-06T00:00:00.000Z';
+        const ids = ['b5', 'b1', 'b3', 'b2'];
+        await store.commit(commitOf('u', 0, { ledger: ids.map((id, i) => createBoostRow('u', `r${i}`, at, boostOf(id, 'u'))) }));
+        await store.commit(commitOf('v', 0, { ledger: [createBoostRow('v', 'r9', at, boostOf('b4', 'v', 'coins'))] }));
+        const list = async (page: { after?: string; limit: number }) => (await store.listBoosts('xp', page)).map((b) => b.id);
+        const cases: [{ after?: string; limit: number }, string[]][] = [
+          [{ limit: 10 }, ['b1', 'b2', 'b3', 'b5']],
+          [{ limit: 0 }, []],
+          [{ limit: 1 }, ['b1']],
+          [{ after: 'b1', limit: 2 }, ['b2', 'b3']],
+          [{ after: 'b4', limit: 10 }, ['b5']],
+          [{ after: 'b', limit: 10 }, ['b1', 'b2', 'b3', 'b5']],
+          [{ after: '', limit: 10 }, ['b1', 'b2', 'b3', 'b5']],
+          [{ after: 'b5', limit: 10 }, []],
+          [{ after: 'c', limit: 10 }, []],
+        ];
+        for (const [page, expected] of cases) equal(await list(page), expected, `listBoosts ${JSON.stringify(page)}`);
+        for (const id of ids) equal(await store.getBoost(id), boostOf(id, 'u'), `getBoost ${id}`);
+        equal((await store.listBoosts('coins', { limit: 10 })).map((b) => b.id), ['b4'], 'another system');
+      },
+    },
+    {
+      name: 'idempotency records are per user: the same metric and key commit for another user, each read back as its own',
+      async run(store) {
+        await store.commit(commitOf('u1', 0, { idempotency: record('u1', 'k', 'e1') }));
+        equal((await store.commit(commitOf('u2', 0, { idempotency: record('u2', 'k', 'e2') }))).version, 1, 'the same key for another user commits');
+        equal((await store.commit(commitOf('u1', 1, { idempotency: record('u1', 'k', 'e3', 'other') }))).version, 2, 'the same key for another metric commits');
+        equal(await store.getIdempotencyRecord('u1', 'lessons', 'k'), record('u1', 'k', 'e1'), "the first user's record");
+        equal(await store.getIdempotencyRecord('u2', 'lessons', 'k'), record('u2', 'k', 'e2'), "the second user's record");
+        equal(await store.getIdempotencyRecord('u1', 'other', 'k'), record('u1', 'k', 'e3', 'other'), 'the other metric');
+        await rejectsWithConflict(store.commit(commitOf('u2', 1, { idempotency: record('u2', 'k', 'e4') })), 'a reused key of the second user');
+      },
+    },
+    {
+      name: 'eraseUser erases exactly one id: users whose ids start with it or hold SQL wildcards keep everything; a user with nothing but a state erases cleanly',
+      async run(store) {
+        const at = '2026-05-07T00:00:00.000Z';
+        const ids = ['a', 'ab', 'a%', 'a_', 'A'];
+        for (const [i, id] of ids.entries()) {
+          await store.commit(
+            commitOf(id, 0, {
+              ledger: [metricRow(id, `e${i}`, at, 1, 1), createBoostRow(id, `r${i}`, at, boostOf(`b${i}`, id))],
+              leaderboard: [write('lb|e', id, 10 - i, at), { ...write('pt|e', id, 10 - i, at), unranked: true }],
+              counters: { users: 1 },
+              idempotency: record(id, 'k', `e${i}`),
+            }),
+          );
+        }
+        const of = async (id: string) => ({
+          ledger: (await store.readUserLedger(id, { limit: 100 })).rows.map((r) => r.id),
+          entry: (await store.getEntry('pt|e', id))?.value ?? null,
+          history: (await store.readRankHistory('lb|e', id, 10)).length,
+          record: (await store.getIdempotencyRecord(id, 'lessons', 'k'))?.eventId ?? null,
+          boost: (await store.listBoosts('xp', { limit: 100 })).filter((b) => b.userId === id).map((b) => b.id),
+        });
+        const others = ids.slice(1);
+        const kept = await Promise.all(others.map(of));
+        const result = await store.eraseUser({ userId: 'a', expectedVersion: 1, counters: { users: -1 } });
+        equal(result, { erased: true, version: 0, indexes: ['lb|e', 'pt|e'] }, 'the erasure');
+        equal(await of('a'), { ledger: [], entry: null, history: 0, record: null, boost: [] }, 'the erased user has nothing left');
+        equal(await Promise.all(others.map(of)), kept, 'the users whose ids start with it, or hold % and _, keep everything');
+        equal((await store.readRange('lb|e', 0, 10)).map((e) => [e.userId, e.rank]), [['ab', 1], ['a%', 2], ['a_', 3], ['A', 4]], 'the others close the gap');
+        equal(await listAllUsers(store, 10), codeUnitOrder(others), 'listUsers');
+        // A user with a state only: no index, no rows.
+        await store.commit(commitOf('bare', 0, { counters: { users: 1 } }));
+        equal(await store.eraseUser({ userId: 'bare', expectedVersion: 1, counters: { users: -1 } }), { erased: true, version: 0, indexes: [] }, 'a bare user');
+        equal(await store.getCounters(['users']), { users: 4 }, 'counters of both erasures');
+      },
+    },
+  ];
+}
+
+/** What {@link snapshotOf} reads: the users, indexes, ledgers, counters, records, boost systems and boosts a check touches. */
+interface SnapshotScope {
+  users: string[];
+  indexes: string[];
+  ledgers: [LedgerRow['kind'], string][];
+  counters: string[];
+  records: [string, string, string][];
+  systems: string[];
+  boosts: string[];
+}
+
+/** Everything a store answers about `scope`, read by every read method, as canonical JSON per read. */
+async function snapshotOf(store: Store, scope: SnapshotScope): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const put = (name: string, value: unknown) => out.set(name, canonical(value));
+  put('loadUsers', await store.loadUsers(scope.users));
+  put('listUsers', await listAllUsers(store, 100));
+  for (const u of scope.users) {
+    put(`readUserLedger ${u}`, await readWholeLedger(store, u, 1000));
+    put(`readEvents ${u}`, (await store.readEvents(u, { limit: 1000 })).rows);
+    for (const [kind, key] of scope.ledgers) put(`readLedger ${u} ${kind} ${key}`, await store.readLedger({ userId: u, kind, key, order: 'asc' }));
+    for (const index of scope.indexes) {
+      put(`getEntry ${index} ${u}`, await store.getEntry(index, u));
+      put(`readRankHistory ${index} ${u}`, await store.readRankHistory(index, u, 100));
     }
   }
-  return failures;
+  for (const index of scope.indexes) {
+    put(`readRange ${index}`, await store.readRange(index, 0, 100));
+    put(`countEntries ${index}`, await store.countEntries(index));
+  }
+  put('getCounters', await store.getCounters(scope.counters));
+  for (const [u, m, k] of scope.records) put(`getIdempotencyRecord ${u} ${m} ${k}`, await store.getIdempotencyRecord(u, m, k));
+  for (const system of scope.systems) put(`listBoosts ${system}`, await store.listBoosts(system, { limit: 100 }));
+  for (const id of scope.boosts) put(`getBoost ${id}`, await store.getBoost(id));
+  return out;
+}
+
+/** The reads that differ between two snapshots, described. */
+function differences(before: Map<string, string>, after: Map<string, string>): string[] {
+  const out: string[] = [];
+  for (const [name, was] of before) {
+    const now = after.get(name);
+    if (now !== was) out.push(`${name}\n    before: ${was.slice(0, 300)}\n    after:  ${String(now).slice(0, 300)}`);
+  }
+  return out;
+}
+
+/**
+ * Runs `write` with the N-th fault point armed, for N = 1, 2, ... until it passes every point: each failed
+ * run must have changed nothing `scope` reads; the run that passes every point must succeed and change
+ * something. Skips (not applicable) when the store called no fault point while the check set it up.
+ */
+async function failAtEveryPoint(store: Store, context: ConformanceContext, scope: SnapshotScope, label: string, write: () => Promise<unknown>): Promise<void> {
+  const { faults } = context;
+  if (faults.total === 0) context.skip('the store calls no fault point (FaultInjector.point) in its writes; see StoreFactory');
+  const before = await snapshotOf(store, scope);
+  for (let n = 1; ; n++) {
+    assert(n <= 1000, `${label}: still failing after 1000 fault points`);
+    faults.arm(n);
+    let error: unknown = null;
+    let ok = false;
+    try {
+      await write();
+      ok = true;
+    } catch (e) {
+      error = e;
+    }
+    const fired = faults.fired;
+    const labels = faults.labels;
+    faults.disarm();
+    if (ok) {
+      assert(fired === null, `${label}: the fault injected at point ${n} (${fired?.label}) was swallowed: the write succeeded`);
+      assert(faults.reached > 0 || n > 1, `${label}: the write calls no fault point, though the store's other writes do`);
+      assert(differences(before, await snapshotOf(store, scope)).length > 0, `${label}: the write succeeded but changed nothing`);
+      return;
+    }
+    assert(fired !== null, `${label}: failed with no fault injected (point ${n} not reached): ${String(error)}`);
+    const changed = differences(before, await snapshotOf(store, scope));
+    assert(changed.length === 0, `${label}: failed at point ${n} of ${labels.length} (${fired.label}, after ${labels.slice(0, -1).join(', ') || 'nothing'}), but changed:\n  ${changed.slice(0, 5).join('\n  ')}`);
+  }
+}
+
+/**
+ * The atomicity checks: each write (a commit, a create, a batch, an erasure, a reset) fails at every one of
+ * its fault points in turn (see {@link StoreFactory}), and must change nothing each time.
+ */
+function atomicityChecks(): ConformanceCheck[] {
+  const t = (h: string) => `2026-06-01T${h}:00:00.000Z`;
+  const scope: SnapshotScope = {
+    users: ['a', 'b', 'c'],
+    indexes: ['lb|f', 'pt|f', 'lb|g', 'lb|new'],
+    ledgers: [['metric', 'lessons'], ['points', 'xp'], ['user', 'user'], ['operation', 'createBoost'], ['operation', 'deleteBoost']],
+    counters: ['users', 'x', 'achievement:a'],
+    records: [['a', 'lessons', 'k1'], ['a', 'lessons', 'k2'], ['b', 'lessons', 'k3'], ['c', 'lessons', 'k4']],
+    systems: ['xp'],
+    boosts: ['b1', 'b2', 'b3'],
+  };
+  /** Users a (version 1) and b (version 2) with rows, ranked and unranked entries, history, counters, records and a boost. */
+  const setUp = async (store: Store) => {
+    await store.commit(
+      commitOf('a', 0, {
+        ledger: [metricRow('a', 'a1', t('01'), 1, 1), createBoostRow('a', 'ra1', t('01'), boostOf('b1', 'a'))],
+        leaderboard: [write('lb|f', 'a', 5, t('01')), { ...write('pt|f', 'a', 1, t('01')), unranked: true }, write('lb|g', 'a', 2, t('01'))],
+        counters: { users: 1, 'achievement:a': 1 },
+        idempotency: record('a', 'k1', 'a1'),
+      }),
+    );
+    await store.commit(commitOf('b', 0, { ledger: [metricRow('b', 'b1', t('02'), 3, 3)], leaderboard: [write('lb|f', 'b', 7, t('02'))], counters: { users: 1 } }));
+    await store.commit(commitOf('b', 1, { leaderboard: [write('lb|f', 'b', 4, t('03')), write('lb|g', 'b', 3, t('03'))] }));
+  };
+  /** A commit of a at version 1 that writes one of everything. */
+  const full = (userId: string, version: number, n: string): Commit =>
+    commitOf(userId, version, {
+      ledger: [
+        metricRow(userId, `${n}m`, t('04'), 2, 3),
+        rowOf(userId, `${n}p`, 'points', 'xp', t('04'), null, 5, 5),
+        createBoostRow(userId, `${n}c`, t('04'), boostOf(n === 'x' ? 'b2' : 'b3', userId)),
+        ...(userId === 'a' ? [deleteBoostRow('a', `${n}d`, t('04'), 'b1')] : []),
+      ],
+      leaderboard: [
+        write('lb|f', userId, 9, t('04')),
+        { ...write('pt|f', userId, 5, t('04')), unranked: true },
+        { index: 'lb|g', userId, remove: true, date: '2026-06-01' },
+        write('lb|new', userId, 1, t('04')),
+      ],
+      counters: { users: version === 0 ? 1 : 0, x: 2 },
+      idempotency: record(userId, userId === 'a' ? 'k2' : userId === 'b' ? 'k3' : 'k4', `${n}m`),
+    });
+  return [
+    {
+      name: 'atomicity (fault injection): a commit that fails at any statement changes nothing: state, version, ledger, entries and ranks, rank history, counters, idempotency records, boosts',
+      async run(store, context) {
+        await setUp(store);
+        await failAtEveryPoint(store, context, scope, 'commit of an existing user', () => store.commit(full('a', 1, 'x')));
+        await failAtEveryPoint(store, context, scope, 'commit creating a user', () => store.commit(full('c', 0, 'y')));
+        equal((await store.loadUsers(['a', 'c'])).map((u) => u?.version), [2, 1], 'the commits applied once');
+      },
+    },
+    {
+      name: 'atomicity (fault injection): a commitBatch that fails at any statement changes nothing, none of its commits',
+      async run(store, context) {
+        if (!store.commitBatch) return context.skip('the store has no commitBatch (optional)');
+        const batch = store.commitBatch.bind(store);
+        await setUp(store);
+        await failAtEveryPoint(store, context, scope, 'commitBatch', async () => {
+          const { kinds } = outcomesOf(await batch([full('c', 0, 'y'), full('a', 1, 'x'), commitOf('b', 1, { counters: { x: 100 } }), commitOf('b', 2, { ledger: [metricRow('b', 'b2', t('05'), 1, 4)], leaderboard: [write('lb|f', 'b', 8, t('05'))] })]));
+          equal(kinds, ['ok', 'ok', 'conflict', 'conflict'], 'batch outcomes');
+        });
+        equal((await store.loadUsers(['a', 'b', 'c'])).map((u) => u?.version), [2, 2, 1], 'the batch applied once');
+      },
+    },
+    {
+      name: 'atomicity (fault injection): an eraseUser that fails at any statement changes nothing',
+      async run(store, context) {
+        await setUp(store);
+        await failAtEveryPoint(store, context, scope, 'eraseUser', () => store.eraseUser({ userId: 'a', expectedVersion: 1, counters: { users: -1, 'achievement:a': -1 } }));
+        equal(await store.loadUser('a'), null, 'erased once');
+        equal(await store.getCounters(['users', 'achievement:a']), { users: 1, 'achievement:a': 0 }, 'counters applied once');
+      },
+    },
+    {
+      name: 'atomicity (fault injection): an eraseUser with reset that fails at any statement changes nothing',
+      async run(store, context) {
+        await setUp(store);
+        const reset = { state: sampleState('a', 0), ledger: [rowOf('a', 'ru', 'user', 'user', t('05'), { user: { name: 'A' } }, 0, 0)], leaderboard: [write('lb|f', 'a', 1, t('05'))] };
+        await failAtEveryPoint(store, context, scope, 'eraseUser with reset', () => store.eraseUser({ userId: 'a', expectedVersion: 1, counters: { 'achievement:a': -1 }, reset }));
+        equal((await store.loadUser('a'))?.version, 2, 'reset once');
+        equal((await store.readUserLedger('a', { limit: 10 })).rows.map((r) => r.id), ['ru'], 'only the reset rows');
+      },
+    },
+  ];
 }
