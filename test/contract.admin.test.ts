@@ -108,9 +108,15 @@ let now = new Date('2026-01-06T12:00:00Z');
 const at = (iso: string) => {
   now = new Date(iso);
 };
-const engine = createEngine({ config, store: createMemoryStore(), clock: () => now });
+/**
+ * Set (only) by contract.admin.tenant.test.ts: the whole contract again with the spec's `Tenant-ID` example on
+ * every request, over that tenant's engine; the default tenant then holds nothing.
+ */
+const TENANT = process.env.LAUREL_CONTRACT_TENANT;
+const root = createEngine({ config, store: createMemoryStore(), clock: () => now });
+const engine = TENANT ? root.tenant(TENANT) : root;
 const unexpected: unknown[] = [];
-const handler = createHttpHandler(engine, { apiKeys: [KEY], onError: (e) => unexpected.push(e) });
+const handler = createHttpHandler(root, { apiKeys: [KEY], onError: (e) => unexpected.push(e) });
 
 const succeeded = new Set<string>();
 
@@ -131,7 +137,7 @@ async function send(op: string, c: Call = {}, base = '/admin/v1'): Promise<Respo
   });
   const qs = new URLSearchParams();
   for (const [k, v] of Object.entries(c.query ?? {})) for (const x of Array.isArray(v) ? v : [v]) qs.append(k, x);
-  const headers: Record<string, string> = { ...(c.key === null ? {} : { 'x-api-key': c.key ?? KEY }), ...(c.body !== undefined || c.rawBody !== undefined ? { 'content-type': 'application/json' } : {}) };
+  const headers: Record<string, string> = { ...(c.key === null ? {} : { 'x-api-key': c.key ?? KEY }), ...(c.body !== undefined || c.rawBody !== undefined ? { 'content-type': 'application/json' } : {}), ...(TENANT ? { 'tenant-id': TENANT } : {}) };
   return handler(new Request(`http://laurel.test${base}${path}${qs.size > 0 ? `?${qs}` : ''}`, { method, headers, ...(c.rawBody !== undefined ? { body: c.rawBody } : c.body !== undefined ? { body: JSON.stringify(c.body) } : {}) }));
 }
 

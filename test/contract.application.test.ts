@@ -109,9 +109,16 @@ const plainConfig = defineConfig({ ...input, streak: { frequency: 'daily' } });
 const KEY = 'contract-key';
 let now = new Date('2026-01-05T10:00:00Z');
 const clock = () => now;
-const engine = createEngine({ config, store: createMemoryStore(), clock });
+/**
+ * Set (only) by contract.application.tenant.test.ts: the whole contract again with the spec's `Tenant-ID`
+ * example on every request, over that tenant's engine; the default tenant then holds nothing, so a header
+ * the handler ignored would fail the run.
+ */
+const TENANT = process.env.LAUREL_CONTRACT_TENANT;
+const root = createEngine({ config, store: createMemoryStore(), clock });
+const engine = TENANT ? root.tenant(TENANT) : root;
 const unexpected: unknown[] = [];
-const handler = createHttpHandler(engine, { apiKeys: [KEY], onError: (e) => unexpected.push(e) });
+const handler = createHttpHandler(root, { apiKeys: [KEY], onError: (e) => unexpected.push(e) });
 const plainHandler = createHttpHandler(createEngine({ config: plainConfig, store: createMemoryStore(), clock }), { apiKeys: [KEY] });
 
 /** Which operations got a documented success answer. */
@@ -137,7 +144,7 @@ async function call(op: string, c: Call = {}): Promise<{ status: number; body: a
   });
   const qs = new URLSearchParams();
   for (const [k, v] of Object.entries(c.query ?? {})) for (const x of Array.isArray(v) ? v : [v]) qs.append(k, x);
-  const headers: Record<string, string> = { ...(c.key === null ? {} : { 'x-api-key': c.key ?? KEY }), ...(c.body !== undefined || c.rawBody !== undefined ? { 'content-type': 'application/json' } : {}), ...c.headers };
+  const headers: Record<string, string> = { ...(c.key === null ? {} : { 'x-api-key': c.key ?? KEY }), ...(c.body !== undefined || c.rawBody !== undefined ? { 'content-type': 'application/json' } : {}), ...(TENANT ? { 'tenant-id': TENANT } : {}), ...c.headers };
   const res = await (c.via ?? handler)(
     new Request(`http://laurel.test/v1${path}${qs.size > 0 ? `?${qs}` : ''}`, { method, headers, ...(c.rawBody !== undefined ? { body: c.rawBody } : c.body !== undefined ? { body: JSON.stringify(c.body) } : {}) }),
   );
@@ -186,7 +193,7 @@ describe('every application operation, with the spec\'s examples, answers docume
     expect(first.status).toBe(201);
     expect(first.body).toMatchObject({ metricId: expect.any(String), total: 750, idempotencyKey: idem, idempotentReplayed: false });
     // 202 for a replay is not in the spec (it is on the service's idempotency page): validated as the 201 body.
-    const res = await handler(new Request(`http://laurel.test/v1/metrics/${key}/event`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json', 'idempotency-key': idem }, body: JSON.stringify(body) }));
+    const res = await handler(new Request(`http://laurel.test/v1/metrics/${key}/event`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json', 'idempotency-key': idem, ...(TENANT ? { 'tenant-id': TENANT } : {}) }, body: JSON.stringify(body) }));
     expect(res.status).toBe(202);
     const replay = await res.json();
     const validate = ajv.getSchema(pointer(op, 201))!;
