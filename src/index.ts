@@ -37,6 +37,7 @@ export type {
   ConfigKeys,
   ConfigKeysOf,
   KeysOf,
+  KeysOfSection,
   MetricKeyOf,
   AchievementKeyOf,
   PointsKeyOf,
@@ -115,6 +116,7 @@ export type {
   Profile,
   ProfilePoints,
   ProfileStanding,
+  UserView,
   Replayable,
 } from './engine/engine.js';
 export { applyOperation, MAX_PAUSE_DAYS, MAX_PAUSES } from './core/operations.js';

@@ -14,6 +14,7 @@ import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Span, t
 import { isLaurelError } from './errors.js';
 import type { CallInfo, EngineHooks } from './engine/observe.js';
 
+/** Options of {@link otelHooks}. */
 export interface OtelHooksOptions {
   /** The tracer to start spans with (default: `trace.getTracer('laurel')` of the global provider). */
   tracer?: Tracer;

@@ -7,11 +7,11 @@
  * store must report failures. Skipped without dist/ (a plain `npm test` on a fresh clone).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeConformanceChecks } from '../src/testing/index.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -42,6 +42,12 @@ describe.skipIf(!built)('conformance adapters from the built package', () => {
     // `laurel/testing` itself loads from CJS and ESM without any test framework.
     writeFileSync(join(dir, 'core.cjs'), `const t = require('laurel/testing');\nconsole.log(JSON.stringify({ checks: t.storeConformanceChecks.length, run: typeof t.runStoreConformance, register: typeof t.registerStoreConformance }));\n`);
   }, 60_000);
+  afterAll(() => {
+    if (!dir) return;
+    // The link first (rm never follows links, but the package must be out of reach before anything is removed).
+    unlinkSync(join(dir, 'node_modules', 'laurel'));
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('laurel/testing loads from CJS with no test framework', () => {
     const out = JSON.parse(execFileSync(process.execPath, ['core.cjs'], { cwd: dir, encoding: 'utf8' })) as Record<string, unknown>;

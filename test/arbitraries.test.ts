@@ -138,18 +138,47 @@ describe('arbScenario and arbAction', () => {
   it('instants never go back, gaps cross days and weeks, users and idempotency keys repeat', () => {
     const scenarios = fc.sample(arbScenario(config), { numRuns: 200, seed: 15 });
     let longGaps = 0;
+    let zeroGaps = 0;
     let repeatedKeys = 0;
     for (const steps of scenarios) {
       for (let i = 1; i < steps.length; i++) {
         const gap = (steps[i]?.at.getTime() ?? 0) - (steps[i - 1]?.at.getTime() ?? 0);
         expect(gap).toBeGreaterThanOrEqual(0);
         if (gap > 86_400_000) longGaps++;
+        if (gap === 0) zeroGaps++;
       }
       const keys = steps.flatMap(({ step }) => (step.kind === 'recordEvent' && step.event.idempotencyKey ? [`${step.event.user.id}/${step.event.idempotencyKey}`] : []));
       if (new Set(keys).size < keys.length) repeatedKeys++;
     }
     expect(longGaps).toBeGreaterThan(100);
+    expect(zeroGaps).toBeGreaterThan(100);
     expect(repeatedKeys).toBeGreaterThan(20);
+  });
+
+  it('scenario users carry their zone (or none with zones: false), and events honour the value ranges', () => {
+    const usersOf = (step: ScenarioStep) => (step.kind === 'recordEvent' ? [step.event.user] : step.kind === 'recordEvents' ? step.events.map((e) => e.user) : step.kind === 'identifyUser' ? [step.user] : []);
+    const zoned = fc.sample(arbScenario(config, { zones: ['Asia/Tokyo', 'Europe/Paris'], values: { lessons: { min: 2, max: 4, decimals: 0 } } }), { numRuns: 100, seed: 18 });
+    const tzs = new Set(zoned.flatMap((steps) => steps.flatMap(({ step }) => usersOf(step).map((u) => u.tz))));
+    expect(tzs).toEqual(new Set(['Asia/Tokyo', 'Europe/Paris', undefined]));
+    const lessons = zoned.flatMap((steps) => steps.flatMap(({ step }) => (step.kind === 'recordEvent' && step.event.metricKey === 'lessons' ? [step.event.value] : [])));
+    expect(new Set(lessons)).toEqual(new Set([2, 3, 4]));
+    const plain = fc.sample(arbScenario(config, { zones: false }), { numRuns: 100, seed: 19 });
+    expect(plain.every((steps) => steps.every(({ step }) => usersOf(step).every((u) => u.tz === undefined) && (step.kind !== 'updateUser' || step.patch.tz === undefined)))).toBe(true);
+  });
+
+  it('runScenarioStep resolves relative dates from the UTC date of the step', async () => {
+    const at = new Date('2026-03-10T23:30:00Z');
+    const engine = createEngine({ config, store: createMemoryStore(), clock: () => at, newId: sequentialIds('r') });
+    await engine.identifyUser({ id: 'u1', tz: 'UTC' });
+    const paused = (await runScenarioStep(engine, { kind: 'pauseStreak', userId: 'u1', startInDays: 2, days: 3 }, at)) as { pause: { start: string; end: string } };
+    expect([paused.pause.start, paused.pause.end]).toEqual(['2026-03-12', '2026-03-15']);
+    await runScenarioStep(engine, { kind: 'deletePause', userId: 'u1' }, at);
+    expect((await engine.getStreak('u1')).pauses).toEqual([]);
+    await runScenarioStep(engine, { kind: 'createBoost', userId: 'u1', systemKey: 'xp', name: 'B', startInDays: 1, days: null, multiplier: 2, rounding: 'down' }, at);
+    const [boost] = (await engine.listBoosts('xp', { includeFinished: true })).filter((b) => b.userId === 'u1');
+    expect(boost?.start).toBe('2026-03-11');
+    await runScenarioStep(engine, { kind: 'deleteBoost', userId: 'u1', systemKey: 'xp' }, at);
+    expect((await engine.listBoosts('xp', { includeFinished: true })).filter((b) => b.userId === 'u1')).toEqual([]);
   });
 
   it('arbAction covers every operator call the configuration allows, and none it does not', () => {

@@ -21,7 +21,11 @@ export interface ConfigKeys {
   leaderboard: string;
 }
 
-type KeyOf<T, F extends string> = T extends { readonly [P in F]?: readonly (infer E)[] }
+/**
+ * The `key`s of the entries of section `F` (`metrics`, `achievements`, ...) of a configuration input `T`:
+ * literal when `T` kept them, `string` when it was widened, `never` when the section is absent or empty.
+ */
+export type KeysOfSection<T, F extends string> = T extends { readonly [P in F]?: readonly (infer E)[] }
   ? E extends { readonly key: infer K extends string }
     ? K
     : never
@@ -29,20 +33,32 @@ type KeyOf<T, F extends string> = T extends { readonly [P in F]?: readonly (infe
 
 /** Literal key types of a configuration input. */
 export interface KeysOf<T> extends ConfigKeys {
-  metric: KeyOf<T, 'metrics'>;
-  achievement: KeyOf<T, 'achievements'>;
-  points: KeyOf<T, 'pointsSystems'>;
-  leaderboard: KeyOf<T, 'leaderboards'>;
+  metric: KeysOfSection<T, 'metrics'>;
+  achievement: KeysOfSection<T, 'achievements'>;
+  points: KeysOfSection<T, 'pointsSystems'>;
+  leaderboard: KeysOfSection<T, 'leaderboards'>;
 }
 
+/**
+ * Attribute values an achievement or trigger requires (key to value); empty: no requirement.
+ *
+ * @inline
+ */
 export type Filter = Readonly<Record<string, string>>;
 
+/** A metric of a compiled configuration ({@link LaurelConfig.metrics}): its id, key and name. */
 export interface CompiledMetric {
   readonly id: string;
   readonly key: string;
   readonly name: string;
 }
 
+/**
+ * A declared attribute of a compiled configuration: an event attribute (sent with each event) or a user
+ * attribute (kept on the user).
+ *
+ * @inline
+ */
 export interface CompiledAttribute {
   readonly id: string;
   readonly key: string;
@@ -52,6 +68,11 @@ export interface CompiledAttribute {
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
+/**
+ * An achievement of a compiled configuration ({@link LaurelConfig.achievements}): the validated definition with
+ * its id, its position in the configuration (`index`), its filters and, for metric and composite achievements,
+ * the ids and names they refer to.
+ */
 export type CompiledAchievement = Readonly<
   DistributiveOmit<AchievementConfig, 'description' | 'badgeUrl' | 'userAttributes'> & {
     id: string;
@@ -67,6 +88,10 @@ export type CompiledAchievement = Readonly<
   }
 >;
 
+/**
+ * The compiled `streak` section ({@link LaurelConfig.streak}): the period length, which events qualify a period,
+ * freezes, and the guardrails of per-user streak rules.
+ */
 export interface CompiledStreak {
   readonly frequency: Frequency;
   /** null: any event with a positive value on any metric qualifies the period. */
@@ -77,6 +102,10 @@ export interface CompiledStreak {
   readonly customization: { readonly metrics: readonly string[]; readonly minThreshold: number | null; readonly maxThreshold: number | null } | null;
 }
 
+/**
+ * A trigger of a compiled points system: the validated definition with its id, its system's key and the ids
+ * and names of the metric or achievement it fires on.
+ */
 export type CompiledTrigger = Readonly<
   PointsTriggerConfig & {
     id: string;
@@ -88,6 +117,11 @@ export type CompiledTrigger = Readonly<
   }
 >;
 
+/**
+ * A level of a compiled points system, reached at `points` points.
+ *
+ * @inline
+ */
 export interface CompiledLevel {
   readonly id: string;
   readonly key: string;
@@ -97,6 +131,13 @@ export interface CompiledLevel {
   readonly points: number;
 }
 
+/**
+ * A configured boost of a compiled points system: it multiplies the positive awards of eligible users
+ * (`userAttributes`) from `start` to `end` (local dates, both included; `end` null: no end), rounded as
+ * `rounding` says.
+ *
+ * @inline
+ */
 export interface CompiledBoost {
   readonly id: string;
   readonly key: string;
@@ -108,6 +149,10 @@ export interface CompiledBoost {
   readonly userAttributes: Filter;
 }
 
+/**
+ * A points system of a compiled configuration ({@link LaurelConfig.pointsSystems}): its cap, levels, boosts and
+ * triggers, the triggers also grouped by what fires them (metric, achievement, streak, time, user creation).
+ */
 export interface CompiledPointsSystem {
   readonly id: string;
   readonly key: string;
@@ -135,6 +180,10 @@ export interface CompiledPointsSystem {
   readonly legacyTriggerIds: ReadonlyMap<string, CompiledTrigger>;
 }
 
+/**
+ * A leaderboard of a compiled configuration ({@link LaurelConfig.leaderboards}): the validated definition with
+ * its id, its dates and runs, its zone and its daily time window resolved.
+ */
 export type CompiledLeaderboard = Readonly<
   Omit<LeaderboardConfig, 'description' | 'end' | 'runUnit' | 'runInterval' | 'timeZone' | 'startTime' | 'endTime'> & {
     id: string;
@@ -202,7 +251,11 @@ export interface LaurelConfig<K extends ConfigKeys = ConfigKeys> {
   readonly __keys?: K;
 }
 
-/** The compiled `notifications` section. */
+/**
+ * The compiled `notifications` section.
+ *
+ * @inline
+ */
 export interface CompiledNotifications {
   /** `emails.streak_reminder_due` this many hours before a streak expires; null: none. */
   readonly streakReminderHours: number | null;
@@ -216,6 +269,11 @@ export interface CompiledNotifications {
   readonly leaderboardChangedMs: number;
 }
 
+/**
+ * Fingerprints of the rules a user's state depends on ({@link LaurelConfig.rules}). A state records the ones
+ * it was computed under; when they differ from the configuration's, the engine reconciles the state from the
+ * user's ledger (see {@link needsReconcile}) before anything else.
+ */
 export interface RuleFingerprints {
   /** What unlocks achievements: each achievement's trigger, target, filters and prerequisites. */
   readonly achievements: string;

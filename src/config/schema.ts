@@ -170,6 +170,12 @@ export const leaderboardSchema = z
   })
   .strict();
 
+/**
+ * The zod schema of a configuration: every field's type and default, and the cross-references between
+ * sections (unknown keys, cycles), each problem reported with its path. {@link defineConfig} parses with it
+ * (throwing {@link ConfigError} with the same issues) and then compiles the result; use it where only
+ * validation is wanted, e.g. `configSchema.safeParse(json)` on a configuration file.
+ */
 export const configSchema = z
   .object({
     timeZone: timeZoneSchema.default('UTC'),

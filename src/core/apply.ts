@@ -240,6 +240,10 @@ export function applyAccrue(cfg: LaurelConfig, prior: UserState, ctx: CoreContex
   return { state: sealState(step), effects: step.effects, result: { points: eventPoints(step) } };
 }
 
+/**
+ * What completing an `api` achievement answers (`Engine.completeAchievement`): the completion's id, the
+ * achievement, the points it awarded and the composite achievements it unlocked.
+ */
 export interface CompletionResult {
   completionId: string;
   achievement: UserAchievement;

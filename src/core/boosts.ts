@@ -16,6 +16,7 @@ export const MAX_USER_BOOSTS = 20;
 /** Multipliers are greater than 0, not 1, and less than this (the hosted service's admin API). */
 export const MAX_BOOST_MULTIPLIER = 100;
 
+/** A boost's status today: not yet started, running, or ended. */
 export type BoostStatus = 'scheduled' | 'active' | 'finished';
 
 /**

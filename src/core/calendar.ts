@@ -16,9 +16,23 @@
  * this module is keyed by canonical names or bounded, so no spelling of a zone can grow memory.
  */
 
-/** A `YYYY-MM-DD` calendar date. */
+/**
+ * A `YYYY-MM-DD` calendar date.
+ *
+ * @inline
+ */
 export type LocalDate = string;
+/**
+ * The length of a streak's (or a summary's) periods: calendar days, weeks or months in the user's zone.
+ *
+ * @inline
+ */
 export type Frequency = 'daily' | 'weekly' | 'monthly';
+/**
+ * The first day of the week, as `Date.getDay()` numbers it: 0 Sunday, 1 Monday (the default), ... 6 Saturday.
+ *
+ * @inline
+ */
 export type WeekStart = 0 | 1 | 2 | 3 | 4 | 5 | 6;
 
 const MS_PER_DAY = 86_400_000;

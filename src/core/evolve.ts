@@ -180,7 +180,7 @@ export interface Reconciled {
  * Brings a state counted under earlier rules in line with `cfg` the forward way (docs/rules.md): an
  * achievement the user already meets is backdated to the instant its condition was first met (not listed in
  * any response; its points paid, dated then), a changed streak rule recomputes the streak and its history
- * from the ledger, and the points part is aligned as {@link alignRules} does. Nothing already paid or
+ * from the ledger, and the points part is aligned as `alignRules` does. Nothing already paid or
  * unlocked is taken back. `rows` is the user's whole ledger in commit order. Pure; inputs never mutated.
  */
 export function reconcileUser(cfg: LaurelConfig, prior: UserState, rows: readonly LedgerRow[], ctx: CoreContext): Reconciled {

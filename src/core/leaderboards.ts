@@ -54,7 +54,11 @@ export function runOf(board: CompiledLeaderboard, date: LocalDate): Run | null {
   return runContaining(board, date);
 }
 
-/** A board's or a run's status: `inactive` for a board the configuration switched off. */
+/**
+ * A board's or a run's status: `inactive` for a board the configuration switched off.
+ *
+ * @inline
+ */
 export type BoardStatus = 'scheduled' | 'active' | 'finished' | 'inactive';
 
 /** The widest UTC offsets in use: a date begins first at UTC+14 and ends last at UTC-12. */

@@ -202,6 +202,12 @@ export function extendedAt(state: UserState): string | null {
   return (state.streak?.length ?? 0) > 0 ? (state.streak?.lastExtendedAt ?? null) : null;
 }
 
+/**
+ * One period of a streak's history (`Engine.getStreak`): its dates, the streak's length at its end, and
+ * whether a freeze or a pause kept the streak through it.
+ *
+ * @inline
+ */
 export interface StreakHistoryEntry {
   periodStart: LocalDate;
   periodEnd: LocalDate;

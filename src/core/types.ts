@@ -30,6 +30,12 @@ export interface UserRecord {
   updated: string;
 }
 
+/**
+ * A user's streak state: its length, the periods it covers, the progress of the current period, freezes and
+ * pauses.
+ *
+ * @inline
+ */
 export interface StreakState {
   length: number;
   /** Local date of the event that started the current streak; null when length is 0. */
@@ -74,6 +80,7 @@ export type OperationInput =
   | { op: 'createBoost'; system: string; name: string; start: LocalDate; end?: LocalDate | null; multiplier: number; rounding?: BoostRounding; id?: string }
   | { op: 'deleteBoost'; id: string };
 
+/** How a boosted award is rounded to whole points: down (`down`, the default), up (`up`) or to the nearest. */
 export type BoostRounding = 'down' | 'up' | 'nearest';
 
 /**
@@ -97,6 +104,11 @@ export type OperationRowData = OperationInput & {
   batch?: string[];
 };
 
+/**
+ * A user's state in one points system: the total and what the system's triggers have counted so far.
+ *
+ * @inline
+ */
 export interface PointsState {
   total: number;
   /** Metric triggers: the filtered running sum and its high-water mark. */
@@ -107,6 +119,12 @@ export interface PointsState {
   anchors?: Record<string, string>;
 }
 
+/**
+ * A user's entry on a board in one run: the run, the breakdown group, the value and when it was reached (ISO
+ * instant), which breaks ties.
+ *
+ * @inline
+ */
 export interface BoardEntry {
   /** First date of the run the value belongs to. */
   run: LocalDate;
@@ -116,7 +134,11 @@ export interface BoardEntry {
   reachedAt: string;
 }
 
-/** A user's standing on a board: the entry of the latest run they counted in. */
+/**
+ * A user's standing on a board: the entry of the latest run they counted in.
+ *
+ * @inline
+ */
 export interface BoardState extends BoardEntry {
   /**
    * Boards whose runs follow each user's zone: the entries of earlier runs that a later event can still
@@ -170,6 +192,7 @@ export interface YearlyChanges {
 
 /** The notification types a user chooses channels for (the hosted service's). */
 export type NotificationType = 'achievement_completed' | 'recap' | 'reactivation' | 'streak_reminder';
+/** A channel a user can receive a notification type on. */
 export type NotificationChannel = 'email' | 'push';
 
 /** A user's stored preferences: only what they set; reads fill in the defaults. */
@@ -202,6 +225,7 @@ export interface EventInput {
 /** What time and ids the pure core may use: it never reads the clock or a random source itself. */
 export interface CoreContext {
   now: Date;
+  /** Returns a fresh, unique id for the rows, awards and pauses the call creates. */
   newId: () => string;
 }
 
@@ -298,6 +322,8 @@ export interface AdjustmentRow {
  * falling due at the award's date and each next one `every` hours (`unit: 'hour'`) or `every` local days
  * later at the start of the day in `tz` (`unit: 'day'`). Summaries and boards spread it over the periods in
  * which its grants fell due.
+ *
+ * @inline
  */
 export interface GrantRun {
   count: number;
@@ -306,6 +332,10 @@ export interface GrantRun {
   tz: string;
 }
 
+/**
+ * One streak period as the ledger keeps it (a `streak` row's `data`): the period, the streak's length at its
+ * end, and whether a freeze or a pause kept the streak through it. The streak history is read from these.
+ */
 export interface StreakPeriodRow {
   periodStart: LocalDate;
   periodEnd: LocalDate;
@@ -330,6 +360,10 @@ export type LeaderboardWrite =
   | { index: string; userId: string; value: number; reachedAt: string; date: LocalDate; remove?: false; unranked?: boolean; thresholdRank?: number }
   | { index: string; userId: string; remove: true; date: LocalDate; unranked?: boolean; thresholdRank?: number };
 
+/**
+ * The record of one event sent with an idempotency key: the (user, metric, key) it is stored under and the
+ * event it was recorded as. A second event with the same (user, metric, key) replays the first one's response.
+ */
 export interface IdempotencyRecord {
   userId: string;
   metricKey: string;
@@ -348,6 +382,11 @@ export interface Effects {
   created: boolean;
 }
 
+/**
+ * An attribute key and value (the achievements' `eventAttributes` filters as the wire API lists them).
+ *
+ * @inline
+ */
 export interface AttributePair {
   key: string;
   value: string;
@@ -381,6 +420,10 @@ export interface UserAchievement<A extends string = string> extends AchievementV
   progress?: { current: number; target: number };
 }
 
+/**
+ * A user's streak as responses show it: its length and frequency, the current period, the last date to act
+ * on without losing it or using a freeze (`expires`), and the user's freezes when the configuration has them.
+ */
 export interface StreakView {
   length: number;
   frequency: Frequency;
@@ -394,10 +437,15 @@ export interface StreakView {
   freezeAutoEarnAmount?: number;
 }
 
+/** A user's streak in an event response: the {@link StreakView} and whether this call extended it. */
 export interface EventStreak extends StreakView {
   extended: boolean;
 }
 
+/**
+ * A points system's trigger as responses show it (in an award, `getPointsSystem`): what fires it and the
+ * points it gives. Only the fields of its `type` are present.
+ */
 export interface PointsTriggerView {
   id: string;
   /** `adjustment`: an explicit grant or spend (`adjustPoints`), not a configured trigger. */
@@ -419,6 +467,7 @@ export interface PointsTriggerView {
   eventAttributes?: AttributePair[];
 }
 
+/** A boost that multiplied an award: its id, key, name and multiplier. */
 export interface BoostView {
   id: string;
   key: string;
@@ -426,6 +475,10 @@ export interface BoostView {
   multiplier: number;
 }
 
+/**
+ * One award of points, as responses list it: the points added (`awarded`), the system's total after it,
+ * the trigger that made it and the boosts applied to it.
+ */
 export interface Award {
   id: string;
   awarded: number;
@@ -438,6 +491,7 @@ export interface Award {
   grants?: GrantRun;
 }
 
+/** A level of a points system: reached at `points` points. */
 export interface LevelView {
   id: string;
   key: string;
@@ -447,6 +501,7 @@ export interface LevelView {
   points: number;
 }
 
+/** A points system's configuration as responses show it (without its triggers and levels). */
 export interface PointsSystemView {
   id: string;
   key: string;
@@ -465,6 +520,10 @@ export interface EventPoints<P extends string = string> extends PointsSystemView
   awards: Award[];
 }
 
+/**
+ * A leaderboard's configuration as responses show it: what it ranks by, its dates, its size and, for a
+ * repeating board, the length of its runs (`runUnit`, `runInterval`).
+ */
 export interface LeaderboardView {
   id: string;
   key: string;
@@ -558,6 +617,7 @@ export const CHANGE_TYPES = [
   'emails.recap_due',
   'emails.achievement_due',
 ] as const;
+/** The type of a change event (the hosted service's webhook event types), one of {@link CHANGE_TYPES}. */
 export type ChangeType = (typeof CHANGE_TYPES)[number];
 
 /**

@@ -15,10 +15,10 @@ import { isLaurelError, ValidationError } from '../errors.js';
 import { interruptibleWait } from './wait.js';
 import type { ChangesPage, DeliveryRecord, OutboxStore, Store } from '../store/types.js';
 
-/** A page of {@link ChangesApi.readChanges}. */
+/** A page of {@link Engine.readChanges}. */
 export type { ChangesPage };
 
-/** Options of {@link ChangesApi.subscribe}. */
+/** Options of {@link Engine.subscribe}. */
 export interface SubscribeOptions {
   /** Events per handler call (1 to 1000, default 100). */
   batchSize?: number;
@@ -45,7 +45,7 @@ export interface Subscription {
   readonly consumer: string;
 }
 
-/** What one {@link ChangesApi.sweep} did. */
+/** What one {@link Engine.sweep} did. */
 export interface SweepReport {
   /** Users whose due instant had come and who were brought up to now. */
   users: number;
@@ -360,6 +360,7 @@ export function createSweeper(
   };
   const running = loop();
   return {
+    /** Stops the sweeper: resolves once the round in progress (if any) has ended; no round starts after it. */
     async stop() {
       stopped = true;
       interrupt();

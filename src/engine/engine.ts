@@ -79,6 +79,10 @@ export interface OperationOptions {
 /** An operation's result; with an idempotency key, `idempotentReplayed` says whether it was a repeat. */
 export type Replayable<R> = R & { idempotentReplayed?: boolean };
 
+/**
+ * How often the engine retries a call whose commit lost a race (a `ConflictError` from the store) before
+ * failing it with that error.
+ */
 export interface RetryOptions {
   /** Total attempts per call (default 10). */
   attempts?: number;
@@ -86,6 +90,10 @@ export interface RetryOptions {
   baseDelayMs?: number;
 }
 
+/**
+ * Options of {@link createEngine}: the configuration (from {@link defineConfig}), the store, the clock and id
+ * sources, retries and observability hooks.
+ */
 export interface EngineOptions<C extends LaurelConfig> {
   config: C;
   /** Where state lives (default: a new in-memory store). */
@@ -114,16 +122,29 @@ export interface EngineOptions<C extends LaurelConfig> {
   changes?: boolean;
 }
 
+/**
+ * One event for `Engine.recordEvent` and `Engine.simulateEvent`: the user (created on their first event), the
+ * metric's value (positive or negative) and the event's attributes.
+ */
 export interface EventRequest {
   user: UserInput;
   value: number;
   attributes?: Record<string, string>;
 }
 
+/**
+ * Options of `Engine.recordEvent`: an `idempotencyKey` makes a repeated event (same user, metric and key)
+ * answer the first one's response instead of counting again.
+ */
 export interface RecordOptions {
   idempotencyKey?: string;
 }
 
+/**
+ * A user as the engine returns it (`identifyUser`, `getUser`, `getProfile`): the stored record and its control flag.
+ *
+ * @expand
+ */
 export interface UserView extends UserRecord {
   /** In the experiment's control group (`config.experiment`): no reminders are emitted for them. */
   control: boolean;
@@ -150,6 +171,7 @@ export interface Profile<K extends ConfigKeys = ConfigKeys> {
   leaderboards: string extends K['leaderboard'] ? Record<string, ProfileStanding> : { [B in K['leaderboard']]?: ProfileStanding };
 }
 
+/** What `Engine.getStreak` answers: the streak, its pauses and the history of its latest periods. */
 export interface StreakResponse extends StreakView {
   /** Instant of the last extension; null while the streak is not active (length 0). */
   extended: string | null;
@@ -158,6 +180,7 @@ export interface StreakResponse extends StreakView {
   streakHistory: StreakHistoryEntry[];
 }
 
+/** What `Engine.getPointsSummary` answers: a user's total and level in one points system and their latest awards. */
 export interface UserPoints extends PointsSystemView {
   total: number;
   level: LevelView | null;
@@ -169,6 +192,10 @@ export interface UserPoints extends PointsSystemView {
   nextGrantAt?: Record<string, string | null>;
 }
 
+/**
+ * A user's total of one metric and the metric's achievements with their progress, as `Engine.getUserMetric`
+ * answers.
+ */
 export interface MetricResponse {
   id: string;
   key: string;
@@ -183,6 +210,7 @@ export interface AchievementStats extends AchievementView {
   rarity: number;
 }
 
+/** One user's place in a leaderboard's rankings. */
 export interface Ranking {
   userId: string;
   userName: string | null;
@@ -193,6 +221,10 @@ export interface Ranking {
 /** A board's or run's status; `inactive` for a board switched off in the configuration. */
 export type BoardStatus = 'scheduled' | 'active' | 'finished' | 'inactive';
 
+/**
+ * What `Engine.getLeaderboard` answers: a page of a board run's rankings, the run's dates and status, and the
+ * `threshold` (the value of the last ranked entry when the run is full, else 0).
+ */
 export interface LeaderboardRankings extends LeaderboardView {
   status: BoardStatus;
   run: { start: string; end: string | null };
@@ -200,6 +232,10 @@ export interface LeaderboardRankings extends LeaderboardView {
   rankings: Ranking[];
 }
 
+/**
+ * What `Engine.getUserLeaderboard` answers: a user's rank and value in a board run (null when not ranked) and
+ * their daily rank history, latest first.
+ */
 export interface UserLeaderboard extends LeaderboardView {
   rank: number | null;
   value: number | null;
@@ -207,6 +243,7 @@ export interface UserLeaderboard extends LeaderboardView {
   history: { date: string; previousRank: number | null; rank: number | null; previousValue: number | null; value: number | null }[];
 }
 
+/** Options of `Engine.getLeaderboard`: the page (`offset`, `limit`), the run, and the breakdown group. */
 export interface LeaderboardOptions {
   offset?: number;
   limit?: number;

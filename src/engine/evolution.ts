@@ -56,6 +56,7 @@ export interface ReplayOptions {
   onDiff?: (diff: ReplayDiff) => void;
 }
 
+/** The running counts of a replay, passed to {@link ReplayOptions.onProgress} after each user. */
 export interface ReplayProgress {
   /** Users replayed so far in this run. */
   done: number;

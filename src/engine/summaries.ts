@@ -17,14 +17,23 @@ import { addExact } from '../core/decimal.js';
 import { grantInstant, grantsBefore } from '../core/points.js';
 import type { GrantRun } from '../core/types.js';
 
+/** The period length of a summary's rows. */
 export type Aggregation = 'daily' | 'weekly' | 'monthly';
 
+/**
+ * Options of `Engine.getMetricEventSummary` and `Engine.getPointsEventSummary`: the period length and the dates
+ * (`YYYY-MM-DD`, at most 400 days apart) whose periods the summary covers.
+ */
 export interface SummaryOptions {
   aggregation: Aggregation;
   startDate: string;
   endDate: string;
 }
 
+/**
+ * One period of a summary: the period's first date, the running total at its end, and how much the total
+ * changed during it.
+ */
 export interface SummaryRow {
   date: LocalDate;
   total: number;

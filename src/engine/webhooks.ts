@@ -83,6 +83,7 @@ export interface WebhookRelay {
 
 /** What the relay needs of an engine: `subscribe`, and its store, whose `recordDeliveries` keeps the outcomes. */
 export interface WebhookRelayEngine {
+  /** The engine's durable `subscribe` (`Engine.subscribe`): the relay delivers each batch it is handed. */
   subscribe(consumer: string, handler: (events: StoredChange[]) => unknown, opts?: SubscribeOptions): Subscription;
   readonly store?: unknown;
   /** The engine's tenant (`Engine.tenantId`): sent as `Tenant-ID`. */

@@ -14,6 +14,10 @@ import { wireAward, wireBoard, wireTrigger, wireUser } from '../core/changes.js'
 import { adminRoutes } from './admin.js';
 import { applicationKeyVerifier, type ApplicationKeysOptions } from './keys.js';
 
+/**
+ * Options of {@link createHttpHandler}: who may call (API keys, application keys), body size limits, where the
+ * admin API is served, and error reporting.
+ */
 export interface HttpHandlerOptions {
   /** Accepted API keys (compared in constant time). */
   apiKeys?: readonly string[];

@@ -43,16 +43,24 @@ export interface QueryResult {
 
 /** Anything that runs a parameterised query. */
 export interface Queryable {
+  /** Runs `text` with `$1`-style `params` and resolves with its rows (`pg` and PGlite both have this shape). */
   query(text: string, params?: unknown[]): Promise<QueryResult>;
 }
 
 /** A `pg` Pool, a PGlite instance, or any single connection with `query`. */
 export type PostgresClient = Queryable & {
+  /** A `pg` Pool's `connect()`: checks out a connection for a transaction (`transactions: 'pool'`). */
   connect?: () => Promise<unknown>;
+  /** PGlite's `transaction(fn)`: runs `fn` in a transaction (`transactions: 'pglite'`). */
   transaction?: <T>(fn: (tx: Queryable) => Promise<T>) => Promise<T>;
+  /** A `pg` Pool's connection count: with `connect`, tells a pool from a single connection. */
   totalCount?: number;
 };
 
+/**
+ * Options of {@link createPostgresStore}: the client (or a way to open connections), the schema, how
+ * statements run, where ranks come from, and error reporting.
+ */
 export interface PostgresStoreOptions {
   /**
    * A `pg` Pool, a PGlite instance, or one open connection (e.g. a connected `pg.Client`). May be omitted

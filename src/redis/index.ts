@@ -29,6 +29,7 @@ import type { RankIndex, VersionedWrite } from '../store/rank-index.js';
 
 /** The part of an ioredis client (or any client with `call`) that the index uses. */
 export interface RedisLike {
+  /** Sends one Redis command (`call('ZADD', key, score, member)`) and resolves with its reply. */
   call(command: string, ...args: (string | number)[]): Promise<unknown>;
   /**
    * ioredis' connection status. When it is `reconnecting`, `close` or `end`, calls fail at once with
@@ -42,6 +43,7 @@ export interface RedisLike {
   readonly isCluster?: boolean;
 }
 
+/** Options of {@link createRedisRankIndex}: the client, the key prefix, the time limit per call and key expiry. */
 export interface RedisRankIndexOptions {
   /** An ioredis client (`new Redis(url)`; its default options are fine) or anything with `call`. */
   redis: RedisLike;

@@ -5,6 +5,7 @@
  * Order: higher value first, then earlier `reachedAt`, then smaller `userId` (UTF-16 code units).
  */
 
+/** An entry of a leaderboard index: a user's value and when they reached it (ISO instant), which breaks ties. */
 export interface IndexEntry {
   userId: string;
   value: number;

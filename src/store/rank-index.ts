@@ -49,9 +49,13 @@ export interface RankIndex {
    * (and are dropped, as the ranks did not change).
    */
   preview?(writes: readonly LeaderboardWrite[]): Promise<RankChange[]>;
+  /** One user's entry in an index with its rank, or null (as `Store.getEntry`). */
   getEntry(index: string, userId: string): Promise<RankedEntry | null>;
+  /** `limit` entries from 0-based position `offset`, in rank order (as `Store.readRange`). */
   readRange(index: string, offset: number, limit: number): Promise<RankedEntry[]>;
+  /** Number of entries in an index; with `min`/`max`, of those with `min <= value < max` (as `Store.countEntries`). */
   countEntries(index: string, range?: { min?: number; max?: number }): Promise<number>;
+  /** The latest `limit` rank-history rows of a user in an index, newest first (as `Store.readRankHistory`). */
   readRankHistory(index: string, userId: string, limit: number): Promise<RankHistoryRow[]>;
   /**
    * One page of the users that hold an entry in `index`, each with the version of the write that set it:
@@ -81,6 +85,7 @@ export interface RankIndex {
   tenant?(id: string): RankIndex;
 }
 
+/** Options of {@link withRankIndex}. */
 export interface WithRankIndexOptions {
   /**
    * Called when the rank index fails after the store committed. The call still succeeds (its writes are

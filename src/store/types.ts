@@ -50,6 +50,10 @@ export interface RankChange {
   threshold?: number;
 }
 
+/**
+ * What `Store.commit` returns: the user's new version and, for each leaderboard write in order, the user's rank
+ * and value before and after it.
+ */
 export interface CommitResult {
   version: number;
   ranks: RankChange[];

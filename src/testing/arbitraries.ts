@@ -205,7 +205,7 @@ const KEY_WORDS = ['lessons', 'quiz', 'xp', 'coins', 'toString', 'valueOf', 'has
 // Built once: fast-check compiles a `stringMatching` regex at every construction, and configurations build many key lists.
 let keyArbitrary: fc.Arbitrary<string> | null = null;
 const arbKey = (): fc.Arbitrary<string> =>
-  (keyArbitrary ??= fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...KEY_WORDS) }, { weight: 1, arbitrary: fc.stringMatching(/^[a-z0-9][a-z0-9_.:-]{0,11}$/) }).filter((k) => !RESERVED.has(k)));
+  (keyArbitrary ??= fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...KEY_WORDS) }, { weight: 1, arbitrary: fc.stringMatching(/^[a-z0-9][a-z0-9_.:-]{0,11}$/, { size: DEFAULT_SIZE }) }).filter((k) => !RESERVED.has(k)));
 const uniqueKeys = (minLength: number, maxLength: number, size: ArbSize): fc.Arbitrary<string[]> => fc.uniqueArray(arbKey(), { minLength, maxLength: Math.max(minLength, maxLength), size });
 const arbName = (): fc.Arbitrary<string> => fc.constantFrom('Lessons', 'Quizzes ✓', '😀 Streak', 'Ünïcode', 'A');
 
@@ -617,10 +617,11 @@ function actionFor(config: LaurelConfig, options: ArbScenarioOptions, zones: rea
   return fc.oneof(...weighted);
 }
 
-/** Gaps between steps: mostly short, some of hours, some crossing days, a few of weeks. */
+/** Gaps between steps: some zero (calls at one instant), mostly short, some of hours, some crossing days, a few of weeks. */
 const arbGap = (maxGapMs: number): fc.Arbitrary<number> =>
   fc
     .oneof(
+      { weight: 2, arbitrary: fc.constant(0) },
       { weight: 6, arbitrary: fc.integer({ min: 0, max: 60_000 }) },
       { weight: 5, arbitrary: fc.integer({ min: 60_000, max: 6 * 3_600_000 }) },
       { weight: 4, arbitrary: fc.integer({ min: 6 * 3_600_000, max: 36 * 3_600_000 }) },

@@ -2,8 +2,9 @@
  * `laurel/testing`: the store conformance suite (for anyone writing a storage adapter) and fast-check
  * arbitraries for property tests of rule logic. It imports no test framework: `runStoreConformance` runs the
  * suite anywhere, `registerStoreConformance` registers it with any framework, and `laurel/testing/vitest`,
- * `laurel/testing/jest` and `laurel/testing/node` (`node:test`) do that for those three. Needs `fast-check`
- * (for the arbitraries) as a dev dependency of the project using it.
+ * `laurel/testing/jest` and `laurel/testing/node` (`node:test`) do that for those three;
+ * `compareWithMemoryStore` is a differential property test of an adapter against the memory store. Needs
+ * `fast-check` (for the arbitraries and `compareWithMemoryStore`) as a dev dependency of the project using it.
  */
 export { storeConformanceChecks, runStoreConformance, runConformanceCheck, sampleState, ConformanceFaults, InjectedFault, CheckNotApplicable } from './conformance.js';
 export type { ConformanceCheck, ConformanceContext, ConformanceReport, CheckOutcome, FaultInjector, StoreFactory, StoreFactoryContext } from './conformance.js';

@@ -26,7 +26,7 @@ async function run(mutant?: Mutant): Promise<ConformanceReport> {
   }
 }
 
-const firstLine = (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0]?.slice(0, 160) ?? '';
+const firstLine = (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0]?.slice(0, 120) ?? '';
 
 async function main(): Promise<number> {
   const only = process.argv.indexOf('--only');
@@ -45,7 +45,7 @@ async function main(): Promise<number> {
     const first = report.failed[0];
     if (first) {
       caught++;
-      console.log(`caught   ${name}: ${report.failed.length} check(s) failed, first: ${first.name}\n           ${firstLine(first.error)}`);
+      console.log(`caught   ${name} by "${first.name}" (${firstLine(first.error)}; ${report.failed.length} check(s) failed)`);
     } else console.log(`SURVIVED ${name}: ${MUTANTS[name]}`);
   }
   const percent = names.length === 0 ? 100 : Math.floor((caught / names.length) * 1000) / 10;
