@@ -73,15 +73,15 @@ export class InvalidAttributeKeysError extends LaurelError {
 }
 
 /** The kinds of thing a {@link NotFoundError} can be about. */
-export type NotFoundKind = 'metric' | 'user' | 'achievement' | 'pointsSystem' | 'leaderboard' | 'boost';
+export type NotFoundKind = 'metric' | 'user' | 'achievement' | 'pointsSystem' | 'leaderboard' | 'boost' | 'attribute' | 'level' | 'trigger';
 
-/** An unknown metric, user, achievement, points system or leaderboard. */
+/** An unknown metric, user, achievement, points system, leaderboard, boost, or (admin API) attribute, level or trigger. */
 export class NotFoundError extends LaurelError {
   declare readonly code: 'NOT_FOUND';
   readonly kind: NotFoundKind;
   readonly key: string;
   constructor(kind: NotFoundKind, key: string) {
-    const label = { metric: 'Metric', user: 'User', achievement: 'Achievement', pointsSystem: 'Points system', leaderboard: 'Leaderboard', boost: 'Boost' }[kind];
+    const label = { metric: 'Metric', user: 'User', achievement: 'Achievement', pointsSystem: 'Points system', leaderboard: 'Leaderboard', boost: 'Boost', attribute: 'Attribute', level: 'Points level', trigger: 'Points trigger' }[kind];
     super('NOT_FOUND', 404, `${label} not found: ${JSON.stringify(key)}`);
     this.kind = kind;
     this.key = key;

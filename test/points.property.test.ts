@@ -58,7 +58,7 @@ async function run(events: { metricKey: string; user: { id: string }; value: num
   return { engine, store, now: () => now };
 }
 
-const arbRun = fc.tuple(arbEventSequence(config, { users: ['u1', 'u2'], maxLength: 25, maxGapMs: 20 * 3_600_000, attributeValues: ['a', 'b'] }), fc.constantFrom(...TIME_ZONES));
+const arbRun = fc.tuple(arbEventSequence(config, { users: ['u1', 'u2'], maxLength: 25, maxGapMs: 20 * 3_600_000, attributeValues: ['a', 'b'], allowNegative: true }), fc.constantFrom(...TIME_ZONES));
 
 describe('points invariants', () => {
   it('total = sum of recorded awards; each award\'s total is the running sum; 0 <= total <= maxPoints unless allowNegative', async () => {

@@ -18,7 +18,7 @@ const configs = (['daily', 'weekly', 'monthly'] as const).map((frequency) =>
 );
 
 const arbRun = fc.tuple(fc.constantFrom(...configs), fc.constantFrom(...TIME_ZONES)).chain(([config, tz]) =>
-  arbEventSequence(config, { users: ['u1'], maxLength: 40, maxGapMs: 40 * 86_400_000 }).map((events) => ({ config, tz, events })),
+  arbEventSequence(config, { users: ['u1'], maxLength: 40, maxGapMs: 40 * 86_400_000, allowNegative: true }).map((events) => ({ config, tz, events })),
 );
 
 describe('streak and achievement invariants', () => {

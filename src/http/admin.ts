@@ -16,7 +16,7 @@
  * Ids in paths are the configuration's ids (explicit `id`s, or the stable UUIDs derived from keys); keys are
  * accepted too. Per-item failures of the batch operations are `issues`, as the service reports them.
  */
-import { isLaurelError, LaurelError, NotFoundError, ValidationError } from '../errors.js';
+import { isLaurelError, NotFoundError, ValidationError, type NotFoundKind } from '../errors.js';
 import type { Engine } from '../engine/engine.js';
 import type { LaurelConfig, CompiledPointsSystem } from '../config/define.js';
 import type { PointsBoost } from '../core/boosts.js';
@@ -58,7 +58,7 @@ export const CONFIGURATION_IS_CODE = 'Configuration is code in Laurel: change it
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
 
-const notFound = (label: string, id: string) => new LaurelError('NOT_FOUND', 404, `${label} not found: ${JSON.stringify(id)}`);
+const notFound = (kind: NotFoundKind, id: string) => new NotFoundError(kind, id);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -136,7 +136,7 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
   const find = <T extends { id: string; key: string }>(items: readonly T[], id: string): T | undefined => items.find((x) => x.id === id) ?? items.find((x) => x.key === id);
   const systemOf = (id: string): CompiledPointsSystem => {
     const s = find(config.pointsSystems, id);
-    if (!s) throw notFound('Points system', id);
+    if (!s) throw notFound('pointsSystem', id);
     return s;
   };
 
@@ -358,7 +358,7 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
         const configured = s.boosts.some((b) => b.id === id);
         const record = configured ? null : await e.store.getBoost(id);
         const found = configured || record?.pointsSystemKey === s.key ? (await boostsById(s, [id])).get(id) : undefined;
-        if (!found) throw notFound('Points boost', id);
+        if (!found) throw notFound('boost', id);
         return json(200, boost(s, found));
       },
     },
@@ -480,21 +480,21 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
 
     // Read-only configuration.
     list(['metrics'], () => config.metrics.map(metric)),
-    get(['metrics', ':id'], ({ id }) => metric(find(config.metrics, id as string) ?? thrown(notFound('Metric', id as string)))),
+    get(['metrics', ':id'], ({ id }) => metric(find(config.metrics, id as string) ?? thrown(notFound('metric', id as string)))),
     list(['attributes'], () => config.attributes.map(attribute)),
-    get(['attributes', ':id'], ({ id }) => attribute(find(config.attributes, id as string) ?? thrown(notFound('Attribute', id as string)))),
+    get(['attributes', ':id'], ({ id }) => attribute(find(config.attributes, id as string) ?? thrown(notFound('attribute', id as string)))),
     list(['points'], () => config.pointsSystems.map(system)),
     get(['points', ':id'], ({ id }) => system(systemOf(id as string))),
     list(['points', ':systemId', 'levels'], (p) => levelsOf(p).map(level), [401, 404, 422]),
-    get(['points', ':systemId', 'levels', ':id'], (p) => level(find(levelsOf(p), p.id as string) ?? thrown(notFound('Points level', p.id as string)))),
+    get(['points', ':systemId', 'levels', ':id'], (p) => level(find(levelsOf(p), p.id as string) ?? thrown(notFound('level', p.id as string)))),
     list(['points', ':systemId', 'triggers'], (p) => triggersOf(p).map(trigger), [401, 404, 422]),
-    get(['points', ':systemId', 'triggers', ':id'], (p) => trigger(find(triggersOf(p), p.id as string) ?? thrown(notFound('Points trigger', p.id as string)))),
+    get(['points', ':systemId', 'triggers', ':id'], (p) => trigger(find(triggersOf(p), p.id as string) ?? thrown(notFound('trigger', p.id as string)))),
     list(['leaderboards'], async () => {
       const statuses = await boardStatuses();
       return config.leaderboards.map((b) => board(b, statuses.get(b.key) ?? 'active'));
     }),
     get(['leaderboards', ':id'], async ({ id }) => {
-      const b = find(config.leaderboards, id as string) ?? thrown(notFound('Leaderboard', id as string));
+      const b = find(config.leaderboards, id as string) ?? thrown(notFound('leaderboard', id as string));
       return board(b, (await boardStatuses()).get(b.key) ?? 'active');
     }),
 
