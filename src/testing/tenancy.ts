@@ -37,6 +37,8 @@ const boost = (id: string, userId: string): BoostRecord => ({ id, userId, points
 const createBoostRow = (userId: string, rowId: string, b: BoostRecord): LedgerRow =>
   ({ ...row(userId, rowId, 'operation', 'createBoost', { op: 'createBoost', system: b.pointsSystemKey, name: b.name, start: b.start, end: b.end, multiplier: b.multiplier, rounding: b.rounding, result: { boost: b } } as never), delta: 0, total: 0 });
 
+const deleteBoostRow = (userId: string, rowId: string, id: string): LedgerRow => ({ ...row(userId, rowId, 'operation', 'deleteBoost', { op: 'deleteBoost', id, result: { id } } as never), delta: 0, total: 0 });
+
 /**
  * One user's first commit in a tenant: state named after the tenant, one metric row, an idempotency record,
  * an entry in index `lb` with `value`, a counter, a boost, and (with an outbox) a change event and a due instant.
@@ -127,9 +129,12 @@ export const tenancyChecks: readonly ConformanceCheck[] = [
       equal(await globex.getCounters(['users']), { users: 0 }, 'globex counters');
       // A version check is per tenant: acme's u1 is at version 1 whatever the default tenant's u1 is at.
       await store.commit({ ...firstCommit(store, 'u1', 'default', 6), expectedVersion: 1, idempotency: null, ledger: [], counters: {}, changes: [] });
-      const again = await acme.commit({ ...firstCommit(acme, 'u1', 'acme', 4), expectedVersion: 1, idempotency: null, ledger: [], counters: {}, changes: [] });
+      // With a deleteBoost row: acme's u1 deletes acme's boost `boost-u1`; the default tenant's u1 keeps its own.
+      const again = await acme.commit({ ...firstCommit(acme, 'u1', 'acme', 4), expectedVersion: 1, idempotency: null, ledger: [deleteBoostRow('u1', 'acme-r3', 'boost-u1')], counters: {}, changes: [] });
       equal(again.version, 2, "acme's u1 moves from its own version");
       equal(((await store.loadUser('u1'))?.version ?? 0) + ((await acme.loadUser('u1'))?.version ?? 0), 4, 'both at version 2');
+      const boosts = async (s: Store) => [(await s.getBoost('boost-u1'))?.userId ?? null, (await s.listBoosts('xp', { limit: 10 })).map((b) => b.id)];
+      equal([await boosts(store), await boosts(acme)], [['u1', ['boost-u1']], [null, ['boost-u2']]], "a deleteBoost row in acme deletes acme's boost only");
       if (typeof store.loadForEvents === 'function' && typeof acme.loadForEvents === 'function') {
         const load = await acme.loadForEvents(['u1', 'u3'], [{ userId: 'u1', metricKey: 'lessons', key: 'k1' }]);
         equal([load.users.map((u) => u?.state.user.name ?? null), load.records.map((r) => r?.eventId ?? null)], [['acme', null], ['acme-e1']], 'loadForEvents in acme');
@@ -149,11 +154,19 @@ export const tenancyChecks: readonly ConformanceCheck[] = [
         await acme.commit(firstCommit(acme, 'u2', 'acme', 4));
       }
       const erased = await acme.eraseUser({ userId: 'u1', expectedVersion: 1, counters: { users: -1 } });
-      equal([erased.erased, erased.version], [true, 0], 'erased in acme');
+      equal([erased.erased, erased.version, erased.indexes], [true, 0, ['lb']], "erased in acme, from acme's index lb");
       const def = await snapshot(store);
-      equal([def.user, def.record, def.ledger, def.range, def.boost], [{ name: 'default', version: 1 }, 'default-e1', ['default-r1'], ['u1:5:1'], 'u1'], 'the default tenant keeps its u1 whole');
+      equal(
+        [def.user, def.record, def.ledger, def.userLedger, def.range, def.history, def.boost],
+        [{ name: 'default', version: 1 }, 'default-e1', ['default-r1'], ['default-r1', 'default-r2'], ['u1:5:1'], [1], 'u1'],
+        'the default tenant keeps its u1 whole',
+      );
       const mine = await snapshot(acme);
-      equal([mine.user, mine.users, mine.record, mine.ledger, mine.range, mine.boost, mine.boosts], [null, ['u2'], null, [], ['u2:4:1'], null, ['boost-u2']], 'acme lost u1 only');
+      equal(
+        [mine.user, mine.users, mine.record, mine.ledger, mine.userLedger, mine.range, mine.history, mine.boost, mine.boosts],
+        [null, ['u2'], null, [], [], ['u2:4:1'], [], null, ['boost-u2']],
+        'acme lost u1 only',
+      );
       equal(await store.getCounters(['users']), { users: 1 }, "the erasure's counters apply in acme only");
       equal(await acme.getCounters(['users']), { users: 1 }, "acme's counters");
       // The id is free again in acme only: a new user there starts at version 1; the default's stays.

@@ -10,7 +10,12 @@
  * boost ids) carry a `*_cu` column holding their UTF-16 code units in hex, which SQLite's byte order (BINARY
  * collation) then orders as JavaScript's `<` does. Instants are compared as epoch milliseconds. Writes run in
  * one transaction per call (`db.transaction`), synchronously: no two writes interleave in this process.
- * Not part of the package: the optional outbox (`OutboxStore`) and tenancy are left out.
+ *
+ * Tenants (`tenant(id)`), the PostgreSQL store's way (migration 008): every table has a `tenant` column ('' for
+ * the default tenant) that its primary key and every index lead with, and every statement binds the store's
+ * tenant as the parameter `@tenant` (never in the SQL text). A tenant's store is made once per id, over the
+ * same database handle; `tenant` on a tenant's store returns the sibling tenant's (tenants do not nest).
+ * Not part of the package. The optional outbox (`OutboxStore`) is left out.
  */
 import Database from 'better-sqlite3';
 import { ConflictError, ValidationError } from '../../src/index.js';
@@ -67,6 +72,18 @@ export const MUTANTS = {
   'readrange-limit-off-by-one': 'readRange returns limit + 1 entries',
   'idempotency-ignored-duplicate': 'a commit reusing an idempotency key succeeds (INSERT OR IGNORE) instead of conflicting',
   'reset-keeps-ledger': 'eraseUser with reset keeps the user\'s old ledger rows',
+  'tenant-users-unscoped': 'listUsers lists the users of every tenant (no `tenant = @tenant` condition)',
+  'tenant-version-unscoped': 'the version check of commit and eraseUser reads the user id\'s version in whichever tenant comes first',
+  'tenant-idempotency-unscoped': 'idempotency records are looked up without the tenant: a key used in one tenant refuses the same key in another',
+  'tenant-counters-shared': 'counters are kept in the default tenant for every tenant',
+  'tenant-entries-shared': 'index entries (the rank index) are kept in the default tenant for every tenant',
+  'tenant-history-shared': 'rank history is kept in the default tenant for every tenant',
+  'tenant-user-ledger-unscoped': 'readUserLedger reads the user id\'s rows of every tenant',
+  'tenant-erase-everywhere': 'eraseUser deletes the user id\'s ledger, records, entries, history and boosts in every tenant',
+  'tenant-boost-get-unscoped': 'getBoost finds a boost id in any tenant',
+  'tenant-boost-delete-unscoped': 'a deleteBoost row deletes the user id\'s boost of that id in every tenant',
+  'tenant-nests': 'tenant(id) on a tenant\'s store makes a nested tenant (`<tenant>/<id>`) instead of returning the sibling',
+  'tenant-id-folded': 'tenant ids are compared case-insensitively (folded to lower case)',
 } as const;
 
 /** The name of an injectable bug (see {@link MUTANTS}). */
@@ -82,23 +99,24 @@ export interface SqliteStoreOptions {
   mutant?: Mutant;
 }
 
+/** The schema: every table leads its primary key and every index with `tenant` ('' for the default tenant). */
 const SCHEMA = `
-CREATE TABLE users (user_id TEXT PRIMARY KEY, user_cu TEXT NOT NULL UNIQUE, user_bytes BLOB NOT NULL, state TEXT NOT NULL, version INTEGER NOT NULL);
-CREATE TABLE ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, user_id TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, key_cu TEXT NOT NULL, at TEXT NOT NULL, at_ms INTEGER NOT NULL, delta REAL NOT NULL, total REAL NOT NULL, data TEXT NOT NULL);
-CREATE INDEX ledger_range ON ledger (user_id, kind, key, at_ms, seq);
-CREATE INDEX ledger_user ON ledger (user_id, seq);
-CREATE INDEX ledger_events ON ledger (user_id, kind, at_ms, key_cu, seq);
-CREATE TABLE idempotency (user_id TEXT NOT NULL, metric_key TEXT NOT NULL, key TEXT NOT NULL, event_id TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (user_id, metric_key, key));
-CREATE TABLE entries (idx TEXT NOT NULL, user_id TEXT NOT NULL, user_cu TEXT NOT NULL, user_bytes BLOB NOT NULL, value REAL NOT NULL, reached_at TEXT NOT NULL, reached_ms INTEGER NOT NULL, PRIMARY KEY (idx, user_id));
-CREATE INDEX entries_order ON entries (idx, value DESC, reached_ms, user_cu);
-CREATE INDEX entries_user ON entries (user_id);
-CREATE TABLE removals (user_id TEXT NOT NULL, idx TEXT NOT NULL, PRIMARY KEY (user_id, idx));
-CREATE TABLE history (idx TEXT NOT NULL, user_id TEXT NOT NULL, date TEXT NOT NULL, previous_rank INTEGER, rank INTEGER, previous_value REAL, value REAL, PRIMARY KEY (idx, user_id, date));
-CREATE INDEX history_user ON history (user_id);
-CREATE TABLE counters (name TEXT PRIMARY KEY, value REAL NOT NULL);
-CREATE TABLE boosts (id TEXT PRIMARY KEY, id_cu TEXT NOT NULL, user_id TEXT NOT NULL, system TEXT NOT NULL, record TEXT NOT NULL);
-CREATE INDEX boosts_system ON boosts (system, id_cu);
-CREATE INDEX boosts_user ON boosts (user_id);
+CREATE TABLE users (tenant TEXT NOT NULL, user_id TEXT NOT NULL, user_cu TEXT NOT NULL, user_bytes BLOB NOT NULL, state TEXT NOT NULL, version INTEGER NOT NULL, PRIMARY KEY (tenant, user_id), UNIQUE (tenant, user_cu));
+CREATE TABLE ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL, key_cu TEXT NOT NULL, at TEXT NOT NULL, at_ms INTEGER NOT NULL, delta REAL NOT NULL, total REAL NOT NULL, data TEXT NOT NULL);
+CREATE INDEX ledger_range ON ledger (tenant, user_id, kind, key, at_ms, seq);
+CREATE INDEX ledger_user ON ledger (tenant, user_id, seq);
+CREATE INDEX ledger_events ON ledger (tenant, user_id, kind, at_ms, key_cu, seq);
+CREATE TABLE idempotency (tenant TEXT NOT NULL, user_id TEXT NOT NULL, metric_key TEXT NOT NULL, key TEXT NOT NULL, event_id TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (tenant, user_id, metric_key, key));
+CREATE TABLE entries (tenant TEXT NOT NULL, idx TEXT NOT NULL, user_id TEXT NOT NULL, user_cu TEXT NOT NULL, user_bytes BLOB NOT NULL, value REAL NOT NULL, reached_at TEXT NOT NULL, reached_ms INTEGER NOT NULL, PRIMARY KEY (tenant, idx, user_id));
+CREATE INDEX entries_order ON entries (tenant, idx, value DESC, reached_ms, user_cu);
+CREATE INDEX entries_user ON entries (tenant, user_id);
+CREATE TABLE removals (tenant TEXT NOT NULL, user_id TEXT NOT NULL, idx TEXT NOT NULL, PRIMARY KEY (tenant, user_id, idx));
+CREATE TABLE history (tenant TEXT NOT NULL, idx TEXT NOT NULL, user_id TEXT NOT NULL, date TEXT NOT NULL, previous_rank INTEGER, rank INTEGER, previous_value REAL, value REAL, PRIMARY KEY (tenant, idx, user_id, date));
+CREATE INDEX history_user ON history (tenant, user_id);
+CREATE TABLE counters (tenant TEXT NOT NULL, name TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (tenant, name));
+CREATE TABLE boosts (tenant TEXT NOT NULL, id TEXT NOT NULL, id_cu TEXT NOT NULL, user_id TEXT NOT NULL, system TEXT NOT NULL, record TEXT NOT NULL, PRIMARY KEY (tenant, id));
+CREATE INDEX boosts_system ON boosts (tenant, system, id_cu);
+CREATE INDEX boosts_user ON boosts (tenant, user_id);
 `;
 
 /** A string's UTF-16 code units in hex, 4 digits each: byte order of these is JavaScript's `<` of the strings. */
@@ -135,67 +153,128 @@ interface EntryRecord {
 
 const rowOf = (r: LedgerRecord): LedgerRow => ({ id: r.id, userId: r.user_id, kind: r.kind, key: r.key, at: r.at, delta: r.delta, total: r.total, data: JSON.parse(r.data) as LedgerRow['data'] });
 
+/** The reference SQLite store of one tenant (the default tenant's too): a {@link Store} with tenants and `close`. */
+export interface SqliteStore extends Store {
+  /** Closes the database, of every tenant: they share it. */
+  close(): void;
+  /**
+   * The store of tenant `id` (see `Store.tenant`) over the same database handle: made once per id and kept.
+   * Tenants do not nest: `tenant` on a tenant's store returns the sibling tenant's.
+   */
+  tenant(id: string): SqliteStore;
+}
+
+/** A prepared statement of one tenant's store: every call binds `@tenant` along with its own parameters. */
+interface TenantStatement<R> {
+  run(...params: unknown[]): Database.RunResult;
+  get(...params: unknown[]): R | undefined;
+  all(...params: unknown[]): R[];
+}
+
 /** A reference SQLite {@link Store} (see the module comment), with an optional injected bug. */
-export function createSqliteStore(options: SqliteStoreOptions = {}): Store & { close(): void } {
+export function createSqliteStore(options: SqliteStoreOptions = {}): SqliteStore {
   const db = new Database(options.filename ?? ':memory:');
   db.pragma('journal_mode = WAL');
   db.exec(SCHEMA);
+  const stores = new Map<string, SqliteStore>();
+  const tenant = (id: string): SqliteStore => {
+    const key = options.mutant === 'tenant-id-folded' ? id.toLowerCase() : id;
+    let store = stores.get(key);
+    if (!store) stores.set(key, (store = tenantStore(db, options, key, tenant)));
+    return store;
+  };
+  return tenant('');
+}
+
+/**
+ * The store of tenant `tenantId` ('' for the default tenant) over `db`; `tenant` finds or makes the sibling
+ * tenants' stores.
+ */
+function tenantStore(db: Database.Database, options: SqliteStoreOptions, tenantId: string, tenant: (id: string) => SqliteStore): SqliteStore {
   const bug = (name: Mutant) => options.mutant === name;
   const point = (label: string) => options.faults?.point(label);
   const tx = <A extends unknown[], R>(fn: (...args: A) => R, atomic = true): ((...args: A) => R) => (atomic ? db.transaction(fn) : fn);
+  /**
+   * Prepares `sql` with `@tenant` bound to this store's tenant (to `as` instead: a mutant's shared table): the
+   * tenant joins a trailing object of named parameters, or follows the positional ones.
+   */
+  const prep = <R = unknown>(sql: string, as: string = tenantId): TenantStatement<R> => {
+    const s = db.prepare<unknown[], R>(sql);
+    const bind = (params: unknown[]): unknown[] => {
+      const last = params[params.length - 1];
+      if (last !== null && typeof last === 'object' && !Buffer.isBuffer(last)) return [...params.slice(0, -1), { ...last, tenant: as }];
+      return [...params, { tenant: as }];
+    };
+    return { run: (...params) => s.run(...bind(params)), get: (...params) => s.get(...bind(params)), all: (...params) => s.all(...bind(params)) };
+  };
+  // The tenant some mutants keep a table in for every tenant ('': the default tenant's).
+  const countersOf = bug('tenant-counters-shared') ? '' : tenantId;
+  const entriesOf = bug('tenant-entries-shared') ? '' : tenantId;
+  const historyOf = bug('tenant-history-shared') ? '' : tenantId;
 
   // Entries order: value desc, reachedAt asc, user id by code units (or, mutated, the other ways).
   const tieUser = bug('tie-user-bytes') ? 'user_bytes' : 'user_cu';
   const tieAt = bug('tie-later-first') ? 'reached_ms DESC' : 'reached_ms';
   const before = bug('tie-later-first') ? '(value > @value OR (value = @value AND (reached_ms > @ms OR (reached_ms = @ms AND TIEUSER < @user))))' : '(value > @value OR (value = @value AND (reached_ms < @ms OR (reached_ms = @ms AND TIEUSER < @user))))';
   const stmt = {
-    user: db.prepare<[string], { state: string; version: number }>('SELECT state, version FROM users WHERE user_id = ?'),
-    insertUser: db.prepare('INSERT INTO users (user_id, user_cu, user_bytes, state, version) VALUES (?, ?, ?, ?, ?)'),
-    updateUser: db.prepare('UPDATE users SET state = ?, version = ? WHERE user_id = ?'),
-    upsertUser: db.prepare('INSERT INTO users (user_id, user_cu, user_bytes, state, version) VALUES (?, ?, ?, ?, ?) ON CONFLICT (user_id) DO UPDATE SET state = excluded.state, version = excluded.version'),
-    deleteUser: db.prepare('DELETE FROM users WHERE user_id = ?'),
-    record: db.prepare<[{ user: string; metric: string; key: string }], { event_id: string; at: string; user_id: string }>(
+    user: prep<{ state: string; version: number }>('SELECT state, version FROM users WHERE tenant = @tenant AND user_id = ?'),
+    version: prep<{ version: number }>(`SELECT version FROM users WHERE ${bug('tenant-version-unscoped') ? '@tenant IS NOT NULL' : 'tenant = @tenant'} AND user_id = ? LIMIT 1`),
+    insertUser: prep('INSERT INTO users (tenant, user_id, user_cu, user_bytes, state, version) VALUES (@tenant, ?, ?, ?, ?, ?)'),
+    updateUser: prep('UPDATE users SET state = ?, version = ? WHERE tenant = @tenant AND user_id = ?'),
+    upsertUser: prep('INSERT INTO users (tenant, user_id, user_cu, user_bytes, state, version) VALUES (@tenant, ?, ?, ?, ?, ?) ON CONFLICT (tenant, user_id) DO UPDATE SET state = excluded.state, version = excluded.version'),
+    deleteUser: prep('DELETE FROM users WHERE tenant = @tenant AND user_id = ?'),
+    record: prep<{ event_id: string; at: string; user_id: string }>(
       bug('idempotency-not-per-user')
-        ? 'SELECT event_id, at, user_id FROM idempotency WHERE metric_key = @metric AND key = @key AND @user IS NOT NULL LIMIT 1'
-        : 'SELECT event_id, at, user_id FROM idempotency WHERE user_id = @user AND metric_key = @metric AND key = @key',
+        ? 'SELECT event_id, at, user_id FROM idempotency WHERE tenant = @tenant AND metric_key = @metric AND key = @key AND @user IS NOT NULL LIMIT 1'
+        : `SELECT event_id, at, user_id FROM idempotency WHERE ${bug('tenant-idempotency-unscoped') ? '@tenant IS NOT NULL' : 'tenant = @tenant'} AND user_id = @user AND metric_key = @metric AND key = @key LIMIT 1`,
     ),
-    insertRecord: db.prepare(`INSERT ${bug('idempotency-ignored-duplicate') ? 'OR IGNORE ' : ''}INTO idempotency (user_id, metric_key, key, event_id, at) VALUES (?, ?, ?, ?, ?)`),
-    insertRow: db.prepare('INSERT INTO ledger (id, user_id, kind, key, key_cu, at, at_ms, delta, total, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
-    addCounter: db.prepare(
-      bug('counters-overwrite') ? 'INSERT INTO counters (name, value) VALUES (@name, @n) ON CONFLICT (name) DO UPDATE SET value = @n' : 'INSERT INTO counters (name, value) VALUES (@name, @n) ON CONFLICT (name) DO UPDATE SET value = value + @n',
+    insertRecord: prep(`INSERT ${bug('idempotency-ignored-duplicate') ? 'OR IGNORE ' : ''}INTO idempotency (tenant, user_id, metric_key, key, event_id, at) VALUES (@tenant, ?, ?, ?, ?, ?)`),
+    insertRow: prep('INSERT INTO ledger (tenant, id, user_id, kind, key, key_cu, at, at_ms, delta, total, data) VALUES (@tenant, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    addCounter: prep(
+      bug('counters-overwrite')
+        ? 'INSERT INTO counters (tenant, name, value) VALUES (@tenant, @name, @n) ON CONFLICT (tenant, name) DO UPDATE SET value = @n'
+        : 'INSERT INTO counters (tenant, name, value) VALUES (@tenant, @name, @n) ON CONFLICT (tenant, name) DO UPDATE SET value = value + @n',
+      countersOf,
     ),
-    counter: db.prepare<[string], { value: number }>('SELECT value FROM counters WHERE name = ?'),
-    entry: db.prepare<[string, string], EntryRecord>('SELECT user_id, user_cu, value, reached_at, reached_ms FROM entries WHERE idx = ? AND user_id = ?'),
-    rankOf: db.prepare<[{ idx: string; value: number; ms: number; user: string | Buffer }], { n: number }>(`SELECT count(*) AS n FROM entries WHERE idx = @idx AND ${before.replaceAll('TIEUSER', tieUser)}`),
-    upsertEntry: db.prepare('INSERT INTO entries (idx, user_id, user_cu, user_bytes, value, reached_at, reached_ms) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (idx, user_id) DO UPDATE SET value = excluded.value, reached_at = excluded.reached_at, reached_ms = excluded.reached_ms'),
-    deleteEntry: db.prepare('DELETE FROM entries WHERE idx = ? AND user_id = ?'),
-    nth: db.prepare<[string, number], { value: number }>(`SELECT value FROM entries WHERE idx = ? ORDER BY value DESC, ${tieAt}, ${tieUser} LIMIT 1 OFFSET ?`),
-    removal: db.prepare('INSERT OR IGNORE INTO removals (user_id, idx) VALUES (?, ?)'),
-    history: db.prepare<[string, string, string], { previous_rank: number | null; previous_value: number | null }>('SELECT previous_rank, previous_value FROM history WHERE idx = ? AND user_id = ? AND date = ?'),
-    insertHistory: db.prepare('INSERT INTO history (idx, user_id, date, previous_rank, rank, previous_value, value) VALUES (?, ?, ?, ?, ?, ?, ?)'),
-    updateHistory: db.prepare(
+    counter: prep<{ value: number }>('SELECT value FROM counters WHERE tenant = @tenant AND name = ?', countersOf),
+    entry: prep<EntryRecord>('SELECT user_id, user_cu, value, reached_at, reached_ms FROM entries WHERE tenant = @tenant AND idx = ? AND user_id = ?', entriesOf),
+    rankOf: prep<{ n: number }>(`SELECT count(*) AS n FROM entries WHERE tenant = @tenant AND idx = @idx AND ${before.replaceAll('TIEUSER', tieUser)}`, entriesOf),
+    upsertEntry: prep(
+      'INSERT INTO entries (tenant, idx, user_id, user_cu, user_bytes, value, reached_at, reached_ms) VALUES (@tenant, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, idx, user_id) DO UPDATE SET value = excluded.value, reached_at = excluded.reached_at, reached_ms = excluded.reached_ms',
+      entriesOf,
+    ),
+    deleteEntry: prep('DELETE FROM entries WHERE tenant = @tenant AND idx = ? AND user_id = ?', entriesOf),
+    nth: prep<{ value: number }>(`SELECT value FROM entries WHERE tenant = @tenant AND idx = ? ORDER BY value DESC, ${tieAt}, ${tieUser} LIMIT 1 OFFSET ?`, entriesOf),
+    removal: prep('INSERT OR IGNORE INTO removals (tenant, user_id, idx) VALUES (@tenant, ?, ?)'),
+    history: prep<{ previous_rank: number | null; previous_value: number | null }>('SELECT previous_rank, previous_value FROM history WHERE tenant = @tenant AND idx = ? AND user_id = ? AND date = ?', historyOf),
+    insertHistory: prep('INSERT INTO history (tenant, idx, user_id, date, previous_rank, rank, previous_value, value) VALUES (@tenant, ?, ?, ?, ?, ?, ?, ?)', historyOf),
+    updateHistory: prep(
       bug('history-previous-overwritten')
-        ? 'UPDATE history SET previous_rank = @previousRank, previous_value = @previousValue, rank = @rank, value = @value WHERE idx = @idx AND user_id = @user AND date = @date'
-        : 'UPDATE history SET rank = @rank, value = @value WHERE idx = @idx AND user_id = @user AND date = @date AND @previousRank IS @previousRank AND @previousValue IS @previousValue',
+        ? 'UPDATE history SET previous_rank = @previousRank, previous_value = @previousValue, rank = @rank, value = @value WHERE tenant = @tenant AND idx = @idx AND user_id = @user AND date = @date'
+        : 'UPDATE history SET rank = @rank, value = @value WHERE tenant = @tenant AND idx = @idx AND user_id = @user AND date = @date AND @previousRank IS @previousRank AND @previousValue IS @previousValue',
+      historyOf,
     ),
-    upsertBoost: db.prepare('INSERT INTO boosts (id, id_cu, user_id, system, record) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, system = excluded.system, record = excluded.record'),
-    deleteBoost: db.prepare('DELETE FROM boosts WHERE id = ? AND user_id = ?'),
+    upsertBoost: prep('INSERT INTO boosts (tenant, id, id_cu, user_id, system, record) VALUES (@tenant, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO UPDATE SET user_id = excluded.user_id, system = excluded.system, record = excluded.record'),
+    deleteBoost: prep(`DELETE FROM boosts WHERE ${bug('tenant-boost-delete-unscoped') ? '@tenant IS NOT NULL' : 'tenant = @tenant'} AND id = ? AND user_id = ?`),
   };
 
   const userMatch = bug('erase-prefix') ? "user_id LIKE ? || '%'" : 'user_id = ?';
+  const erasingIn = bug('tenant-erase-everywhere') ? '@tenant IS NOT NULL' : 'tenant = @tenant';
   const erasing = {
-    indexes: db.prepare<[string, string, string], { idx: string }>(
-      `SELECT idx FROM entries WHERE ${userMatch} UNION SELECT idx FROM history WHERE ${userMatch} UNION SELECT idx FROM removals WHERE ${userMatch}`,
-    ),
-    ledger: db.prepare(`DELETE FROM ledger WHERE ${userMatch}`),
-    idempotency: db.prepare(`DELETE FROM idempotency WHERE ${userMatch}`),
-    entries: db.prepare(`DELETE FROM entries WHERE ${userMatch}`),
-    history: db.prepare(`DELETE FROM history WHERE ${userMatch}`),
-    removals: db.prepare(`DELETE FROM removals WHERE ${userMatch}`),
-    boosts: db.prepare(`DELETE FROM boosts WHERE ${userMatch}`),
+    indexes: [
+      prep<{ idx: string }>(`SELECT idx FROM entries WHERE tenant = @tenant AND ${userMatch}`, entriesOf),
+      prep<{ idx: string }>(`SELECT idx FROM history WHERE tenant = @tenant AND ${userMatch}`, historyOf),
+      prep<{ idx: string }>(`SELECT idx FROM removals WHERE tenant = @tenant AND ${userMatch}`),
+    ],
+    ledger: prep(`DELETE FROM ledger WHERE ${erasingIn} AND ${userMatch}`),
+    idempotency: prep(`DELETE FROM idempotency WHERE ${erasingIn} AND ${userMatch}`),
+    entries: prep(`DELETE FROM entries WHERE ${erasingIn} AND ${userMatch}`, entriesOf),
+    history: prep(`DELETE FROM history WHERE ${erasingIn} AND ${userMatch}`, historyOf),
+    removals: prep(`DELETE FROM removals WHERE ${erasingIn} AND ${userMatch}`),
+    boosts: prep(`DELETE FROM boosts WHERE ${erasingIn} AND ${userMatch}`),
   };
 
-  const versionOf = (userId: string): number => stmt.user.get(userId)?.version ?? 0;
+  const versionOf = (userId: string): number => stmt.version.get(userId)?.version ?? 0;
   const rankOf = (index: string, e: EntryRecord): number => {
     const user = bug('tie-user-bytes') ? utf8(e.user_id) : e.user_cu;
     return (stmt.rankOf.get({ idx: index, value: e.value, ms: e.reached_ms, user })?.n ?? 0) + 1;
@@ -329,9 +408,9 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): Store & { c
     if (current !== e.expectedVersion) throw new ConflictError(`Version conflict for user ${JSON.stringify(e.userId)}: expected ${e.expectedVersion}, found ${current}.`);
     if (current === 0) return { erased: false, version: 0, indexes: [] };
     point('read indexes');
-    const indexes = erasing.indexes.all(e.userId, e.userId, e.userId).map((r) => r.idx);
+    const indexes = [...new Set(erasing.indexes.flatMap((s) => s.all(e.userId).map((r) => r.idx)))];
     indexes.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    const steps: [string, Database.Statement][] = [
+    const steps: [string, TenantStatement<unknown>][] = [
       ['delete ledger', erasing.ledger],
       ['delete idempotency records', erasing.idempotency],
       ['delete entries', erasing.entries],
@@ -369,6 +448,7 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): Store & { c
 
   return {
     close: () => db.close(),
+    tenant: (id) => tenant(bug('tenant-nests') && tenantId !== '' ? `${tenantId}/${id}` : id),
     async loadUser(userId) {
       return loaded(userId);
     },
@@ -388,7 +468,7 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): Store & { c
       return commitMany(commits);
     },
     async readLedger(q) {
-      const where = ['user_id = @user', 'kind = @kind', 'key = @key'];
+      const where = ['tenant = @tenant', 'user_id = @user', 'kind = @kind', 'key = @key'];
       if (q.from !== undefined) where.push(bug('ledger-from-exclusive') ? 'at_ms > @from' : 'at_ms >= @from');
       if (q.to !== undefined) where.push(bug('ledger-to-inclusive') ? 'at_ms <= @to' : 'at_ms < @to');
       const desc = q.order === 'desc';
@@ -398,7 +478,7 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): Store & { c
       if (q.from !== undefined) params.from = msOf(q.from);
       if (q.to !== undefined) params.to = msOf(q.to);
       if (q.limit !== undefined) params.limit = Math.max(0, q.limit);
-      return (db.prepare(sql).all(params) as LedgerRecord[]).map(rowOf);
+      return prep<LedgerRecord>(sql).all(params).map(rowOf);
     },
     async readUserLedger(userId, page) {
       let after = 0;
@@ -407,7 +487,7 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): Store & { c
         after = Number(page.after);
       }
       const limit = Math.max(0, page.limit);
-      const found = db.prepare('SELECT * FROM ledger WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?').all(userId, after, limit + 1) as LedgerRecord[];
+      const found = prep<LedgerRecord>(`SELECT * FROM ledger WHERE ${bug('tenant-user-ledger-unscoped') ? '@tenant IS NOT NULL' : 'tenant = @tenant'} AND user_id = ? AND seq > ? ORDER BY seq LIMIT ?`).all(userId, after, limit + 1);
       const rows = found.slice(0, limit);
       const more = bug('ledger-next-on-full-page') ? rows.length === limit && rows.length > 0 : found.length > limit;
       const last = rows[rows.length - 1];
@@ -416,9 +496,10 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): Store & { c
     async listUsers(page) {
       const col = bug('list-users-bytes') ? 'user_bytes' : 'user_cu';
       const limit = Math.max(0, page.limit);
-      if (page.after === undefined) return (db.prepare(`SELECT user_id FROM users ORDER BY ${col} LIMIT ?`).all(limit) as { user_id: string }[]).map((r) => r.user_id);
+      const mine = bug('tenant-users-unscoped') ? '@tenant IS NOT NULL' : 'tenant = @tenant';
+      if (page.after === undefined) return prep<{ user_id: string }>(`SELECT user_id FROM users WHERE ${mine} ORDER BY ${col} LIMIT ?`).all(limit).map((r) => r.user_id);
       const after = bug('list-users-bytes') ? utf8(page.after) : codeUnitKey(page.after);
-      return (db.prepare(`SELECT user_id FROM users WHERE ${col} > ? ORDER BY ${col} LIMIT ?`).all(after, limit) as { user_id: string }[]).map((r) => r.user_id);
+      return prep<{ user_id: string }>(`SELECT user_id FROM users WHERE ${mine} AND ${col} > ? ORDER BY ${col} LIMIT ?`).all(after, limit).map((r) => r.user_id);
     },
     async getEntry(index, userId) {
       const e = stmt.entry.get(index, userId);
@@ -427,27 +508,24 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): Store & { c
     async readRange(index, offset, limit) {
       const from = Math.max(0, offset);
       const n = Math.max(0, limit) + (bug('readrange-limit-off-by-one') ? 1 : 0);
-      const rows = db.prepare(`SELECT user_id, value, reached_at FROM entries WHERE idx = ? ORDER BY value DESC, ${tieAt}, ${tieUser} LIMIT ? OFFSET ?`).all(index, n, from) as { user_id: string; value: number; reached_at: string }[];
+      const rows = prep<{ user_id: string; value: number; reached_at: string }>(`SELECT user_id, value, reached_at FROM entries WHERE tenant = @tenant AND idx = ? ORDER BY value DESC, ${tieAt}, ${tieUser} LIMIT ? OFFSET ?`, entriesOf).all(index, n, from);
       return rows.map((r, i): RankedEntry => ({ userId: r.user_id, value: r.value, reachedAt: r.reached_at, rank: (bug('range-rank-offset') ? 0 : from) + i + 1 }));
     },
     async countEntries(index, range) {
-      const where = ['idx = @idx'];
+      const where = ['tenant = @tenant', 'idx = @idx'];
       if (range?.min !== undefined) where.push(bug('count-min-exclusive') ? 'value > @min' : 'value >= @min');
       if (range?.max !== undefined) where.push(bug('count-max-inclusive') ? 'value <= @max' : 'value < @max');
       const params: Record<string, unknown> = { idx: index };
       if (range?.min !== undefined) params.min = range.min;
       if (range?.max !== undefined) params.max = range.max;
-      return (db.prepare(`SELECT count(*) AS n FROM entries WHERE ${where.join(' AND ')}`).get(params) as { n: number }).n;
+      return prep<{ n: number }>(`SELECT count(*) AS n FROM entries WHERE ${where.join(' AND ')}`, entriesOf).get(params)?.n ?? 0;
     },
     async readRankHistory(index, userId, limit) {
       const order = bug('rank-history-oldest') ? 'ASC' : 'DESC';
-      const rows = db.prepare(`SELECT date, previous_rank, rank, previous_value, value FROM history WHERE idx = ? AND user_id = ? ORDER BY date ${order} LIMIT ?`).all(index, userId, Math.max(0, limit)) as {
-        date: string;
-        previous_rank: number | null;
-        rank: number | null;
-        previous_value: number | null;
-        value: number | null;
-      }[];
+      const rows = prep<{ date: string; previous_rank: number | null; rank: number | null; previous_value: number | null; value: number | null }>(
+        `SELECT date, previous_rank, rank, previous_value, value FROM history WHERE tenant = @tenant AND idx = ? AND user_id = ? ORDER BY date ${order} LIMIT ?`,
+        historyOf,
+      ).all(index, userId, Math.max(0, limit));
       if (bug('rank-history-oldest')) rows.reverse();
       return rows.map((r): RankHistoryRow => ({ date: r.date, previousRank: r.previous_rank, rank: r.rank, previousValue: r.previous_value, value: r.value }));
     },
@@ -457,7 +535,7 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): Store & { c
     async readEvents(userId, page) {
       // Order: at desc, metric key desc (code units), seq desc; the cursor is the last row's (at, key, seq).
       const keyDir = bug('events-key-ascending') ? 'ASC' : 'DESC';
-      const where = ["user_id = @user", "kind = 'metric'"];
+      const where = ['tenant = @tenant', 'user_id = @user', "kind = 'metric'"];
       const params: Record<string, unknown> = { user: userId, limit: Math.max(0, page.limit) + 1 };
       if (page.metricKey !== undefined) {
         where.push('key = @metric');
@@ -472,7 +550,7 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): Store & { c
         const keyBefore = keyDir === 'DESC' ? 'key_cu < @key' : 'key_cu > @key';
         where.push(`(at_ms < @ms OR (at_ms = @ms AND (${keyBefore} OR (key_cu = @key AND seq < @seq))))`);
       }
-      const found = db.prepare(`SELECT * FROM ledger WHERE ${where.join(' AND ')} ORDER BY at_ms DESC, key_cu ${keyDir}, seq DESC LIMIT @limit`).all(params) as LedgerRecord[];
+      const found = prep<LedgerRecord>(`SELECT * FROM ledger WHERE ${where.join(' AND ')} ORDER BY at_ms DESC, key_cu ${keyDir}, seq DESC LIMIT @limit`).all(params);
       const limit = Math.max(0, page.limit);
       const rows = found.slice(0, limit);
       const last = bug('events-cursor-skips') && found.length > limit ? found[limit] : rows[rows.length - 1];
@@ -485,12 +563,12 @@ export function createSqliteStore(options: SqliteStoreOptions = {}): Store & { c
       const limit = Math.max(0, page.limit);
       const rows =
         page.after === undefined
-          ? db.prepare('SELECT record FROM boosts WHERE system = ? ORDER BY id_cu LIMIT ?').all(systemKey, limit)
-          : db.prepare(`SELECT record FROM boosts WHERE system = ? AND id_cu ${bug('boosts-after-inclusive') ? '>=' : '>'} ? ORDER BY id_cu LIMIT ?`).all(systemKey, codeUnitKey(page.after), limit);
-      return (rows as { record: string }[]).map((r) => JSON.parse(r.record) as BoostRecord);
+          ? prep<{ record: string }>('SELECT record FROM boosts WHERE tenant = @tenant AND system = ? ORDER BY id_cu LIMIT ?').all(systemKey, limit)
+          : prep<{ record: string }>(`SELECT record FROM boosts WHERE tenant = @tenant AND system = ? AND id_cu ${bug('boosts-after-inclusive') ? '>=' : '>'} ? ORDER BY id_cu LIMIT ?`).all(systemKey, codeUnitKey(page.after), limit);
+      return rows.map((r) => JSON.parse(r.record) as BoostRecord);
     },
     async getBoost(id) {
-      const r = db.prepare('SELECT record FROM boosts WHERE id = ?').get(id) as { record: string } | undefined;
+      const r = prep<{ record: string }>(`SELECT record FROM boosts WHERE ${bug('tenant-boost-get-unscoped') ? '@tenant IS NOT NULL' : 'tenant = @tenant'} AND id = ? LIMIT 1`).get(id);
       return r ? (JSON.parse(r.record) as BoostRecord) : null;
     },
   };
