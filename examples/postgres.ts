@@ -7,7 +7,7 @@
  * version check, so nothing is lost or counted twice.
  */
 import { PGlite } from '@electric-sql/pglite';
-import Redis from 'ioredis';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createEngine, defineConfig, withRankIndex, type Store } from 'laurel';
 import { createPostgresStore } from 'laurel/postgres';

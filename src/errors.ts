@@ -1,6 +1,6 @@
 /**
  * Laurel's typed errors. Every failure the library reports is a {@link LaurelError} with a stable `code`
- * from a closed union and a suggested HTTP `status` (semantics section 8).
+ * from a closed union and a suggested HTTP `status` (docs/rules.md, section 8).
  */
 
 /** The closed set of error codes Laurel reports. */
@@ -51,6 +51,7 @@ export interface ValidationIssue {
 /** Input that is malformed: a non-finite value, an empty user id, a bad time zone, bad query parameters. */
 export class ValidationError extends LaurelError {
   declare readonly code: 'VALIDATION';
+  /** Each problem found, with the path of the offending input (`['opts', 'limit']`) and a message. */
   readonly issues: ValidationIssue[];
   constructor(message: string, issues: ValidationIssue[] = [], options?: { cause?: unknown }) {
     super('VALIDATION', 400, message, options);
@@ -58,9 +59,10 @@ export class ValidationError extends LaurelError {
   }
 }
 
-/** An event or user named attribute keys that the configuration does not declare (semantics section 2). */
+/** An event or user named attribute keys that the configuration does not declare (docs/rules.md, section 2). */
 export class InvalidAttributeKeysError extends LaurelError {
   declare readonly code: 'INVALID_ATTRIBUTE_KEYS';
+  /** The undeclared keys, in the order they were sent. */
   readonly keys: string[];
   constructor(keys: string[]) {
     super(
@@ -78,7 +80,9 @@ export type NotFoundKind = 'metric' | 'user' | 'achievement' | 'pointsSystem' | 
 /** An unknown metric, user, achievement, points system, leaderboard, boost, or (admin API) attribute, level or trigger. */
 export class NotFoundError extends LaurelError {
   declare readonly code: 'NOT_FOUND';
+  /** What was not found. */
   readonly kind: NotFoundKind;
+  /** The key (or id) that was asked for. */
   readonly key: string;
   constructor(kind: NotFoundKind, key: string) {
     const label = { metric: 'Metric', user: 'User', achievement: 'Achievement', pointsSystem: 'Points system', leaderboard: 'Leaderboard', boost: 'Boost', attribute: 'Attribute', level: 'Points level', trigger: 'Points trigger' }[kind];
@@ -102,8 +106,11 @@ export class ConflictError extends LaurelError {
 /** An event would take a `blockIfOutOfPoints` system below zero; nothing was recorded. */
 export class InsufficientPointsError extends LaurelError {
   declare readonly code: 'INSUFFICIENT_POINTS';
+  /** The points system that would go below zero. */
   readonly pointsSystemKey: string;
+  /** The user's total in that system before the call. */
   readonly total: number;
+  /** The points the call needed to take. */
   readonly required: number;
   constructor(pointsSystemKey: string, total: number, required: number) {
     super(
@@ -120,6 +127,7 @@ export class InsufficientPointsError extends LaurelError {
 /** A level summary was asked of a points system that has no levels (the hosted service answers 422). */
 export class NoLevelsError extends LaurelError {
   declare readonly code: 'NO_LEVELS';
+  /** The points system without levels. */
   readonly pointsSystemKey: string;
   constructor(pointsSystemKey: string) {
     super('NO_LEVELS', 422, `Points system "${pointsSystemKey}" has no levels.`);
@@ -130,6 +138,7 @@ export class NoLevelsError extends LaurelError {
 /** The configuration given to `defineConfig` is invalid; `issues` lists every problem with its path. */
 export class ConfigError extends LaurelError {
   declare readonly code: 'CONFIG';
+  /** Every problem of the configuration, each with its path (`['achievements', 0, 'metricKey']`) and a message. */
   readonly issues: ValidationIssue[];
   constructor(issues: ValidationIssue[]) {
     super(

@@ -1,4 +1,8 @@
-/** `laurel/http`: the wire API as a fetch-standard handler, and a `node:http` adapter. */
+/**
+ * `laurel/http`: the wire API as a fetch-standard handler, and a `node:http` adapter.
+ *
+ * @module laurel/http
+ */
 export { createHttpHandler } from './http/handler.js';
 export type { FetchHandler, HttpHandlerOptions } from './http/handler.js';
 export { toNodeListener } from './http/node.js';

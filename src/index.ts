@@ -1,6 +1,8 @@
 /**
  * Laurel: an embeddable gamification engine. `defineConfig` validates a configuration, `applyEvent` is the
  * pure rules core, and `createEngine` runs it against a pluggable store.
+ *
+ * @module laurel
  */
 export { defineConfig } from './config/define.js';
 export { configSchema } from './config/schema.js';

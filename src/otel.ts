@@ -9,6 +9,8 @@
  *
  * const engine = createEngine({ config, store, hooks: otelHooks() });
  * ```
+ *
+ * @module laurel/otel
  */
 import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type Tracer } from '@opentelemetry/api';
 import { isLaurelError } from './errors.js';

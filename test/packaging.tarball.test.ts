@@ -35,6 +35,11 @@ it.skipIf(!built)('the packed tarball installs into a fresh project and every su
     expect(cjs[p], `CJS ${p}`).toBeGreaterThan(0);
   }
   expect(esm.total).toBe(2);
+  // Every example and the rules ship (README links them); the generated API reference (docs/api) does not.
+  const installed = join(dir, 'node_modules', 'laurel');
+  expect(readdirSync(join(installed, 'examples')).sort()).toEqual(readdirSync(join(root, 'examples')).sort());
+  expect(existsSync(join(installed, 'docs', 'rules.md'))).toBe(true);
+  expect(existsSync(join(installed, 'docs', 'api'))).toBe(false);
 });
 
 /**

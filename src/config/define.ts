@@ -15,9 +15,13 @@ import {
 
 /** The key names a configuration declares, carried as literal types for compile-time checks. */
 export interface ConfigKeys {
+  /** The metrics' keys. */
   metric: string;
+  /** The achievements' keys. */
   achievement: string;
+  /** The points systems' keys. */
   points: string;
+  /** The leaderboards' keys. */
   leaderboard: string;
 }
 
@@ -210,18 +214,27 @@ export type CompiledLeaderboard = Readonly<
  * `engine.recordEvent('lesons', ...)` does not compile when the metric is `lessons`.
  */
 export interface LaurelConfig<K extends ConfigKeys = ConfigKeys> {
+  /** The default zone of users without one (and of boards following users' zones), canonical IANA name. */
   readonly timeZone: string;
+  /** The first day of the week for weekly streaks, summaries and recaps. */
   readonly weekStartsOn: WeekStart;
+  /** The metrics, in configuration order. */
   readonly metrics: readonly CompiledMetric[];
+  /** The declared event and user attributes. */
   readonly attributes: readonly CompiledAttribute[];
+  /** The achievements, in configuration order (the order responses list them in). */
   readonly achievements: readonly CompiledAchievement[];
+  /** The streak rule; null without a `streak` section. */
   readonly streak: CompiledStreak | null;
+  /** The points systems, in configuration order. */
   readonly pointsSystems: readonly CompiledPointsSystem[];
+  /** The leaderboards, in configuration order. */
   readonly leaderboards: readonly CompiledLeaderboard[];
   /** The experiment's control group: `controlRatio` of new users, chosen from their id; null: none. */
   readonly experiment: { readonly controlRatio: number } | null;
   /** Reminders and `leaderboard.changed` throttling (`notifications`); every reminder null when not configured. */
   readonly notifications: CompiledNotifications;
+  /** Lookups by key derived from the sections above, for the engine's hot paths. */
   readonly index: {
     readonly metrics: ReadonlyMap<string, CompiledMetric>;
     readonly eventAttributes: ReadonlySet<string>;

@@ -1,5 +1,5 @@
 /**
- * Achievements (semantics section 4): metric, streak, api and composite, each unlocked at most once per
+ * Achievements (docs/rules.md, section 4): metric, streak, api and composite, each unlocked at most once per
  * user and never revoked.
  */
 import type { CompiledAchievement, LaurelConfig } from '../config/define.js';

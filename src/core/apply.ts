@@ -192,7 +192,7 @@ function pushUserRow(step: Step): void {
 }
 
 /**
- * The response to a repeated idempotency key (semantics section 3): nothing applied, the current total and
+ * The response to a repeated idempotency key (docs/rules.md, section 3): nothing applied, the current total and
  * streak (`extended: false`), no achievements, points or leaderboards.
  */
 export function replayResponse(cfg: LaurelConfig, state: UserState, metricKey: string, eventId: string, idempotencyKey: string, ctx: CoreContext): EventResponse {

@@ -1,5 +1,5 @@
 /**
- * Exact decimal arithmetic for metric totals (semantics section 2: 0.1 + 0.2 gives 0.3).
+ * Exact decimal arithmetic for metric totals (docs/rules.md, section 2: 0.1 + 0.2 gives 0.3).
  *
  * A decimal is kept as a canonical string ("0.3", "-12", "1000.25") in user state, so state stays JSON and
  * any store can persist it. Arithmetic scales both operands to a common number of decimal places and works

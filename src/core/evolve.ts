@@ -168,7 +168,9 @@ export function rebuildUser(cfg: LaurelConfig, userId: string, rows: readonly Le
 
 /** What {@link reconcileUser} and {@link replayUser} return. */
 export interface Reconciled {
+  /** The state brought in line with the configuration. */
   state: UserState;
+  /** What to commit with the state (ledger rows, board writes, counters), as for any call. */
   effects: Effects;
   /** Achievements backdated or gained (keys, in the order their points were paid). */
   backdated: string[];
@@ -260,12 +262,15 @@ export type ReplayPolicy = 'forward' | 'retroactive' | 'grandfather';
 
 /** What replay changes (or would change, in a dry run) for one user. */
 export interface ReplayDiff {
+  /** The user replayed. */
   userId: string;
   /** True when replay changes anything for this user. */
   changed: boolean;
+  /** Achievement keys the user gains and loses. */
   achievements: { gained: string[]; lost: string[] };
   /** Systems whose total changes: before, after, and the change. */
   points: Record<string, { before: number; after: number; delta: number }>;
+  /** The streak's length before and after. */
   streak: { before: number; after: number };
   /**
    * Boards whose value for the user changes (current runs): value before and after (null: no entry), and,

@@ -1,5 +1,5 @@
 /**
- * Leaderboards (semantics section 7), the per-user half: which run an instant falls in, the user's value in
+ * Leaderboards (docs/rules.md, section 7), the per-user half: which run an instant falls in, the user's value in
  * the current run, and the absolute entry writes a store applies. Ranks are cross-user, so they come from
  * the store's ordered index after the commit, never from here.
  */

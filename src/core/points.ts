@@ -1,5 +1,5 @@
 /**
- * Points systems (semantics section 6): triggers, caps, blocking, boosts, levels and lazily accrued time
+ * Points systems (docs/rules.md, section 6): triggers, caps, blocking, boosts, levels and lazily accrued time
  * grants. Every award is cut to fit `maxPoints` and the zero floor, and an award cut to 0 is not recorded.
  */
 import type { CompiledLevel, CompiledPointsSystem, CompiledTrigger, LaurelConfig } from '../config/define.js';

@@ -1,5 +1,5 @@
 /**
- * Streaks (semantics section 5): one per user, in the user's zone, maintained lazily. Missed periods,
+ * Streaks (docs/rules.md, section 5): one per user, in the user's zone, maintained lazily. Missed periods,
  * consumed freezes and earned freezes are all derived from the stored state and `now`, so a read at any
  * time is right without a scheduler, and the next write materialises what the read showed.
  */

@@ -8,19 +8,29 @@ import type { Frequency, LocalDate } from './calendar.js';
 
 /** A user as sent with an event, an achievement completion or an identify call. */
 export interface UserInput {
+  /** The user's id in your application (non-empty, at most 255 characters). */
   id: string;
+  /** The user's email; the latest non-empty value wins. */
   email?: string | null;
+  /** The user's display name; the latest non-empty value wins. */
   name?: string | null;
+  /** The user's IANA time zone (their calendar for streaks, summaries and runs); the latest non-empty value wins. */
   tz?: string | null;
+  /** User attributes (declared with `type: 'user'`), merged key by key into the stored ones. */
   attributes?: Record<string, string>;
 }
 
 /** The stored user record (wire shape `User`). */
 export interface UserRecord {
+  /** The user's id. */
   id: string;
+  /** The latest non-empty email, or null. */
   email: string | null;
+  /** The latest non-empty name, or null. */
   name: string | null;
+  /** The latest non-empty zone, or null (the configuration's `timeZone` applies). */
   tz: string | null;
+  /** The user's attributes. */
   attributes: Record<string, string>;
   /** ISO instant of creation. */
   created: string;
@@ -61,8 +71,11 @@ export interface StreakState {
 
 /** A streak pause: local dates, both included. */
 export interface StreakPause {
+  /** The pause's id (for `deletePause`). */
   id: string;
+  /** The first paused date, in the user's zone. */
   start: LocalDate;
+  /** The last paused date (included). */
   end: LocalDate;
 }
 
@@ -215,10 +228,15 @@ export interface PreferencesPatch {
 
 /** A recorded event as given to the pure core. */
 export interface EventInput {
+  /** The metric's key. */
   metricKey: string;
+  /** The user (created on their first event). */
   user: UserInput;
+  /** The event's value: finite, positive or negative, whole or decimal. */
   value: number;
+  /** The event's attributes (declared with `type: 'event'`). */
   attributes?: Record<string, string>;
+  /** An idempotency key: a repeat of (user, metric, key) applies nothing and answers a replay. */
   idempotencyKey?: string;
 }
 
@@ -394,18 +412,31 @@ export interface AttributePair {
 
 /** Achievement as the wire API shows it. */
 export interface AchievementView {
+  /** The achievement's id (from the configuration, else derived from its key). */
   id: string;
+  /** The achievement's key. */
   key: string;
+  /** The achievement's name. */
   name: string;
+  /** What unlocks it: a metric total, a streak length, `completeAchievement`, or other achievements. */
   trigger: 'metric' | 'streak' | 'api' | 'achievement';
+  /** Its description, or null. */
   description: string | null;
+  /** Its badge image, or null. */
   badgeUrl: string | null;
+  /** `metric` achievements: the metric's id. */
   metricId?: string;
+  /** `metric` achievements: the metric's name. */
   metricName?: string;
+  /** `metric` achievements: the total that unlocks it. */
   metricValue?: number;
+  /** `streak` achievements: the streak length that unlocks it. */
   streakLength?: number;
+  /** `achievement` (composite) achievements: the ids of the prerequisites. */
   achievementIds?: string[];
+  /** The user attributes a user needs to unlock it (empty: none). */
   userAttributes: AttributePair[];
+  /** `metric` achievements: the event attributes an event needs to count. */
   eventAttributes?: AttributePair[];
 }
 
@@ -414,7 +445,9 @@ export interface AchievementView {
  * configuration was typed by `defineConfig`), so that `key` compares only with keys that exist.
  */
 export interface UserAchievement<A extends string = string> extends AchievementView {
+  /** The achievement's key. */
   key: A;
+  /** When the user unlocked it (ISO instant), or null while incomplete. */
   achievedAt: string | null;
   /** For incomplete achievements read with `includeIncomplete`. */
   progress?: { current: number; target: number };
@@ -425,15 +458,25 @@ export interface UserAchievement<A extends string = string> extends AchievementV
  * on without losing it or using a freeze (`expires`), and the user's freezes when the configuration has them.
  */
 export interface StreakView {
+  /** The streak's length in periods; 0 when there is none. */
   length: number;
+  /** The length of a period. */
   frequency: Frequency;
+  /** The local date the streak started, or null with length 0. */
   started: LocalDate | null;
+  /** The first date of the current period. */
   periodStart: LocalDate | null;
+  /** The last date of the current period. */
   periodEnd: LocalDate | null;
+  /** The last date to act on without losing the streak or using a freeze, or null with length 0. */
   expires: LocalDate | null;
+  /** With freezes configured: the freezes the user has. */
   freezes?: number;
+  /** With freezes configured: the most a user can have. */
   maxFreezes?: number;
+  /** With freezes earned automatically: every how many days. */
   freezeAutoEarnInterval?: number;
+  /** With freezes earned automatically: how many each time. */
   freezeAutoEarnAmount?: number;
 }
 
@@ -447,19 +490,29 @@ export interface EventStreak extends StreakView {
  * points it gives. Only the fields of its `type` are present.
  */
 export interface PointsTriggerView {
+  /** The trigger's id. */
   id: string;
   /** `adjustment`: an explicit grant or spend (`adjustPoints`), not a configured trigger. */
   type: 'metric' | 'streak' | 'achievement' | 'time' | 'user_creation' | 'adjustment';
+  /** The points it gives each time it fires (negative: consumes). */
   points: number;
   /** An adjustment's reason, when one was given. */
   reason?: string;
+  /** `metric` triggers: the metric's id. */
   metricId?: string;
+  /** `metric` triggers: the metric's name. */
   metricName?: string;
+  /** `metric` triggers: it fires once per this many units of growth. */
   metricThreshold?: number;
+  /** `streak` triggers: it fires at each multiple of this length. */
   streakLengthThreshold?: number;
+  /** `achievement` triggers: the achievement's id. */
   achievementId?: string;
+  /** `achievement` triggers: the achievement's name. */
   achievementName?: string;
+  /** `time` triggers: the unit of the interval. */
   timeUnit?: 'hour' | 'day';
+  /** `time` triggers: it grants every this many `timeUnit`s. */
   timeInterval?: number;
   /** The trigger's user-attribute filter, on any type, when it has one. */
   userAttributes?: AttributePair[];
@@ -469,9 +522,13 @@ export interface PointsTriggerView {
 
 /** A boost that multiplied an award: its id, key, name and multiplier. */
 export interface BoostView {
+  /** The boost's id. */
   id: string;
+  /** The boost's key (a runtime boost's is its id). */
   key: string;
+  /** The boost's name. */
   name: string;
+  /** The factor it multiplied the award by. */
   multiplier: number;
 }
 
@@ -480,12 +537,17 @@ export interface BoostView {
  * the trigger that made it and the boosts applied to it.
  */
 export interface Award {
+  /** The award's id. */
   id: string;
+  /** The points actually added (after caps and boosts; negative for consumption). */
   awarded: number;
   /** When the award was made; for a run of time grants, when its first grant fell due. */
   date: string;
+  /** The system's total after the award. */
   total: number;
+  /** The trigger that made it. */
   trigger: PointsTriggerView;
+  /** The boosts that multiplied it. */
   boosts?: BoostView[];
   /** Present when the award is a run of time grants made at once (a user idle for a while). */
   grants?: GrantRun;
@@ -493,30 +555,47 @@ export interface Award {
 
 /** A level of a points system: reached at `points` points. */
 export interface LevelView {
+  /** The level's id. */
   id: string;
+  /** The level's key. */
   key: string;
+  /** The level's name. */
   name: string;
+  /** Its description. */
   description: string;
+  /** Its badge image, or null. */
   badgeUrl: string | null;
+  /** The total at which a user reaches it. */
   points: number;
 }
 
 /** A points system's configuration as responses show it (without its triggers and levels). */
 export interface PointsSystemView {
+  /** The system's id. */
   id: string;
+  /** The system's key. */
   key: string;
+  /** The system's name. */
   name: string;
+  /** Its description, or null. */
   description: string | null;
+  /** Its badge image, or null. */
   badgeUrl: string | null;
+  /** The cap on a user's total, or null for none. */
   maxPoints: number | null;
 }
 
 /** A points system an event (or a completion, an accrual) awarded points in. `P`: the system's key. */
 export interface EventPoints<P extends string = string> extends PointsSystemView {
+  /** The system's key. */
   key: P;
+  /** The user's total after the call. */
   total: number;
+  /** The user's level after the call, or null. */
   level: LevelView | null;
+  /** The sum of the call's awards in this system. */
   added: number;
+  /** The call's awards in this system, in order. */
   awards: Award[];
 }
 
@@ -525,34 +604,55 @@ export interface EventPoints<P extends string = string> extends PointsSystemView
  * repeating board, the length of its runs (`runUnit`, `runInterval`).
  */
 export interface LeaderboardView {
+  /** The board's id. */
   id: string;
+  /** The board's key. */
   key: string;
+  /** The board's name. */
   name: string;
+  /** Its description, or null. */
   description: string | null;
+  /** What it ranks: a metric's sum, points earned, or the streak's length. */
   rankBy: 'metric' | 'points' | 'streak';
+  /** `metric` boards: the metric's key. */
   metricKey?: string;
+  /** `metric` boards: the metric's name. */
   metricName?: string;
+  /** `points` boards: the points system's key. */
   pointsSystemKey?: string;
+  /** `points` boards: the points system's name. */
   pointsSystemName?: string;
+  /** The first date of the board's first run. */
   start: LocalDate;
+  /** The board's last date, or null for none. */
   end: LocalDate | null;
+  /** How many users a run (of a breakdown group) ranks. */
   maxParticipants: number;
+  /** The unit of a run's length; null for a perpetual board (one run). */
   runUnit: 'day' | 'month' | 'year' | null;
+  /** A run's length in `runUnit`s; null for a perpetual board. */
   runInterval: number | null;
   /** The board's zone; null when runs follow each user's own zone. */
   timeZone: string | null;
+  /** The user attributes that split the board into groups (empty: one group). */
   breakdownAttributes: string[];
   /** The daily window of local time in which activity counts (`HH:mm` or `HH:mm:ss`; null when unset). */
   startTime: string | null;
+  /** The end of the daily window (exclusive), or null when unset. */
   endTime: string | null;
 }
 
 /** A leaderboard an event moved the user on. `L`: the board's key. */
 export interface EventLeaderboard<L extends string = string> extends LeaderboardView {
+  /** The board's key. */
   key: L;
+  /** The user's rank after the call, or null when not ranked. */
   rank: number | null;
+  /** The user's rank before the call, or null when not ranked. */
   previousRank: number | null;
+  /** The value of the last ranked entry when the run is full, else 0. */
   threshold: number;
+  /** The user's value in the run after the call. */
   value: number;
   /** The user's breakdown group (attribute key -> value); empty without breakdown attributes. */
   userAttributes: Record<string, string>;
@@ -577,15 +677,23 @@ export type EventLeaderboardMap<L extends string = string> = string extends L ? 
  * types (see {@link EventPointsMap}): `response.points.hert` does not compile when the system is `heart`.
  */
 export interface EventResponse<K extends ConfigKeys = ConfigKeys> {
+  /** The metric's id. */
   metricId: string;
+  /** The event's id (on a replay, the first call's). */
   eventId: string;
+  /** The user's total of the metric after the event. */
   total: number;
   /** The achievements the event completed, in configuration order. */
   achievements: UserAchievement<K['achievement']>[];
+  /** The user's streak after the event; `extended` is true when this event extended it. */
   currentStreak: EventStreak;
+  /** Each points system the call awarded points in, by key. */
   points: EventPointsMap<K['points']>;
+  /** Each board whose value for the user changed, by key, with the user's rank before and after. */
   leaderboards: EventLeaderboardMap<K['leaderboard']>;
+  /** The idempotency key sent, when one was. */
   idempotencyKey?: string;
+  /** With an idempotency key: true when the key was used before and nothing was applied. */
   idempotentReplayed?: boolean;
 }
 

@@ -1,5 +1,5 @@
 /**
- * Users and input validation (semantics sections 1 and 2): user upsert, attribute keys, values, zones.
+ * Users and input validation (docs/rules.md, sections 1 and 2): user upsert, attribute keys, values, zones.
  */
 import type { LaurelConfig } from '../config/define.js';
 import { InvalidAttributeKeysError, NotFoundError, ValidationError } from '../errors.js';

@@ -95,6 +95,7 @@ export interface RetryOptions {
  * sources, retries and observability hooks.
  */
 export interface EngineOptions<C extends LaurelConfig> {
+  /** The configuration, from `defineConfig`. */
   config: C;
   /** Where state lives (default: a new in-memory store). */
   store?: Store;
@@ -102,6 +103,7 @@ export interface EngineOptions<C extends LaurelConfig> {
   clock?: () => Date;
   /** The engine's only source of ids (default: random UUIDs). */
   newId?: () => string;
+  /** Retries of a call whose commit lost a race. */
   retry?: RetryOptions;
   /**
    * Called when a storage failure degraded a call instead of failing it: after a durable commit, a rank or
@@ -127,8 +129,11 @@ export interface EngineOptions<C extends LaurelConfig> {
  * metric's value (positive or negative) and the event's attributes.
  */
 export interface EventRequest {
+  /** The user (created on their first event; email, name, zone and attributes updated). */
   user: UserInput;
+  /** The event's value: finite, positive or negative, whole or decimal. */
   value: number;
+  /** The event's attributes (declared with `type: 'event'`). */
   attributes?: Record<string, string>;
 }
 
@@ -137,6 +142,7 @@ export interface EventRequest {
  * answer the first one's response instead of counting again.
  */
 export interface RecordOptions {
+  /** A repeat of (user, metric, key) applies nothing and answers the current state as a replay. */
   idempotencyKey?: string;
 }
 
@@ -182,8 +188,11 @@ export interface StreakResponse extends StreakView {
 
 /** What `Engine.getPointsSummary` answers: a user's total and level in one points system and their latest awards. */
 export interface UserPoints extends PointsSystemView {
+  /** The user's total. */
   total: number;
+  /** The user's level, or null. */
   level: LevelView | null;
+  /** The user's latest awards, newest first (time grants due by now included). */
   awards: Award[];
   /**
    * For a system with time triggers: when each (by trigger key) next grants (ISO), or null when it will not
@@ -197,10 +206,15 @@ export interface UserPoints extends PointsSystemView {
  * answers.
  */
 export interface MetricResponse {
+  /** The metric's id. */
   id: string;
+  /** The metric's key. */
   key: string;
+  /** The metric's name. */
   name: string;
+  /** The user's total of the metric. */
   current: number;
+  /** The metric's achievements the user can see, completed ones with `achievedAt`, others with `achievedAt: null` and their progress. */
   achievements: UserAchievement[];
 }
 
@@ -212,9 +226,13 @@ export interface AchievementStats extends AchievementView {
 
 /** One user's place in a leaderboard's rankings. */
 export interface Ranking {
+  /** The user. */
   userId: string;
+  /** The user's name, or null. */
   userName: string | null;
+  /** The user's 1-based rank. */
   rank: number;
+  /** The user's value in the run. */
   value: number;
 }
 
@@ -226,9 +244,13 @@ export type BoardStatus = 'scheduled' | 'active' | 'finished' | 'inactive';
  * `threshold` (the value of the last ranked entry when the run is full, else 0).
  */
 export interface LeaderboardRankings extends LeaderboardView {
+  /** The run's status. */
   status: BoardStatus;
+  /** The run's first and last dates (`end` null for a perpetual board). */
   run: { start: string; end: string | null };
+  /** The value of the last ranked entry when the run is full, else 0. */
   threshold: number;
+  /** The page of rankings, best first. */
   rankings: Ranking[];
 }
 
@@ -237,15 +259,21 @@ export interface LeaderboardRankings extends LeaderboardView {
  * their daily rank history, latest first.
  */
 export interface UserLeaderboard extends LeaderboardView {
+  /** The user's rank in the run, or null when not ranked. */
   rank: number | null;
+  /** The user's value in the run, or null without an entry. */
   value: number | null;
+  /** The run's first and last dates. */
   run: { start: string; end: string | null };
+  /** One row per day the user's entry changed, latest first: ranks and values before and after that day. */
   history: { date: string; previousRank: number | null; rank: number | null; previousValue: number | null; value: number | null }[];
 }
 
 /** Options of `Engine.getLeaderboard`: the page (`offset`, `limit`), the run, and the breakdown group. */
 export interface LeaderboardOptions {
+  /** 0-based position of the first ranking (default 0; relative to the user's rank with `userId`). */
   offset?: number;
+  /** How many rankings (default 10). */
   limit?: number;
   /** Any date inside the wanted run (default: the current run). */
   run?: string;
@@ -1085,7 +1113,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
       return metricResponse(metricKey as string, state);
     },
 
-    /** Per-period totals and changes of a metric for charts (semantics section 6). */
+    /** Per-period totals and changes of a metric for charts (docs/rules.md, section 6). */
     async getMetricEventSummary(userId: string, metricKey: MetricKeyOf<C>, opts: SummaryOptions): Promise<SummaryRow[]> {
       metricKeyOrThrow(metricKey as string);
       const options = validateSummaryOptions(opts);
@@ -1207,7 +1235,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
     },
 
     /**
-     * One page of a leaderboard run (semantics section 7). With `userId`, `offset` is relative to that
+     * One page of a leaderboard run (docs/rules.md, section 7). With `userId`, `offset` is relative to that
      * user's rank (`{ userId, offset: -2, limit: 5 }`: two above, the user, two below).
      */
     async getLeaderboard(key: LeaderboardKeyOf<C>, opts: LeaderboardOptions = {}): Promise<LeaderboardRankings> {

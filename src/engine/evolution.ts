@@ -70,9 +70,13 @@ export interface ReplayProgress {
 
 /** The outcome of `engine.replay`. */
 export interface ReplayReport {
+  /** The policy the run applied. */
   policy: ReplayPolicy;
+  /** True when nothing was committed (the diffs say what a real run would change). */
   dryRun: boolean;
+  /** Users replayed. */
   users: number;
+  /** Of those, users replay changed (or, in a dry run, would change). */
   changed: number;
   /** The diffs of users replay changed (or would change), when `users` was given; otherwise see `onDiff`. */
   diffs: ReplayDiff[];

@@ -25,8 +25,11 @@ export type Aggregation = 'daily' | 'weekly' | 'monthly';
  * (`YYYY-MM-DD`, at most 400 days apart) whose periods the summary covers.
  */
 export interface SummaryOptions {
+  /** The period length. */
   aggregation: Aggregation;
+  /** The first date (`YYYY-MM-DD`): the summary starts with the period containing it. */
   startDate: string;
+  /** The last date (`YYYY-MM-DD`), at most 400 days after `startDate`: the summary ends with the period containing it. */
   endDate: string;
 }
 
@@ -35,12 +38,15 @@ export interface SummaryOptions {
  * changed during it.
  */
 export interface SummaryRow {
+  /** The period's first date, in the user's zone. */
   date: LocalDate;
+  /** The total at the end of the period. */
   total: number;
+  /** The net change during the period. */
   change: number;
 }
 
-/** Validates summary options (semantics section 6). */
+/** Validates summary options (docs/rules.md, section 6). */
 export function validateSummaryOptions(options: SummaryOptions | undefined): SummaryOptions {
   const issues: { path: string[]; message: string }[] = [];
   const o = (options ?? {}) as Partial<SummaryOptions>;

@@ -8,20 +8,27 @@ import type { ChangeEvent, IdempotencyRecord, LedgerKind, LedgerRow, Leaderboard
 
 /** A user's state with the version it was stored at. Versions start at 1 and grow by 1 per commit. */
 export interface VersionedState {
+  /** The user's state. */
   state: UserState;
+  /** The state's version: 1 after the user's first commit, + 1 with each commit. */
   version: number;
 }
 
 /** Everything one engine call writes, applied all together or not at all. */
 export interface Commit {
+  /** The user whose state the commit writes. */
   userId: string;
   /** The version the state was read at; 0 when the user did not exist. */
   expectedVersion: number;
+  /** The user's new state, stored at `expectedVersion + 1`. */
   state: UserState;
+  /** Ledger rows to append (events, awards, streak periods, operations). */
   ledger: LedgerRow[];
+  /** Absolute writes of the user's board entries, in order. */
   leaderboard: LeaderboardWrite[];
   /** Increments of named counters (`users`, `achievement:<key>`). */
   counters: Record<string, number>;
+  /** The idempotency record to store with it (its (user, metric, key) must not exist yet), or null. */
   idempotency: IdempotencyRecord | null;
   /**
    * Change events to append to the outbox in the same transaction (see {@link OutboxStore}); absent or empty:
@@ -36,11 +43,17 @@ export interface Commit {
 
 /** The rank of one written entry before and after the commit (1-based over the whole index; null if absent). */
 export interface RankChange {
+  /** The board index written. */
   index: string;
+  /** The user whose entry was written. */
   userId: string;
+  /** The user's 1-based rank before the write, or null when they had no entry. */
   previousRank: number | null;
+  /** The user's 1-based rank after the write, or null when they have no entry. */
   rank: number | null;
+  /** The entry's value before the write, or null. */
   previousValue: number | null;
+  /** The entry's value after the write, or null. */
   value: number | null;
   /**
    * When the write asked for it (`thresholdRank`): the value of the entry at that 1-based rank after the
@@ -66,14 +79,19 @@ export interface CommitResult {
 
 /** One idempotency record to look up with {@link Store.loadForEvents}. */
 export interface IdempotencyLookup {
+  /** The user. */
   userId: string;
+  /** The metric. */
   metricKey: string;
+  /** The idempotency key. */
   key: string;
 }
 
 /** What {@link Store.loadForEvents} returns: states and idempotency records, each in the order asked. */
 export interface EventLoad {
+  /** The users' versioned states, in the order asked (null for an unknown user). */
   users: (VersionedState | null)[];
+  /** The idempotency records, in the order asked (null for none). */
   records: (IdempotencyRecord | null)[];
 }
 
@@ -85,14 +103,19 @@ export type BatchCommitOutcome = CommitResult | ConflictError;
 
 /** A range read of one user's ledger rows of one kind and key. */
 export interface LedgerQuery {
+  /** The user whose rows to read. */
   userId: string;
+  /** The rows' kind. */
   kind: LedgerKind;
+  /** The rows' key (a metric, a points system, ...). */
   key: string;
   /** Inclusive lower bound on `at` (ISO instant). */
   from?: string;
   /** Exclusive upper bound on `at` (ISO instant). */
   to?: string;
+  /** By `at` ascending or descending (then insertion order, or its reverse). */
   order: 'asc' | 'desc';
+  /** At most this many rows (default: all). */
   limit?: number;
 }
 
@@ -155,18 +178,27 @@ export interface EventsPage {
 
 /** An index entry with its 1-based rank. */
 export interface RankedEntry {
+  /** The entry's user. */
   userId: string;
+  /** The entry's value. */
   value: number;
+  /** When the user reached the value (ISO instant): the earlier ranks first on equal values. */
   reachedAt: string;
+  /** The entry's 1-based rank. */
   rank: number;
 }
 
 /** One day of a user's rank history in one index. */
 export interface RankHistoryRow {
+  /** The local date of the day the row covers. */
   date: string;
+  /** The rank before the day's first write, or null. */
   previousRank: number | null;
+  /** The rank after the day's last write, or null. */
   rank: number | null;
+  /** The value before the day's first write, or null. */
   previousValue: number | null;
+  /** The value after the day's last write, or null. */
   value: number | null;
 }
 

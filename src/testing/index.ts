@@ -5,6 +5,8 @@
  * `laurel/testing/jest` and `laurel/testing/node` (`node:test`) do that for those three;
  * `compareWithMemoryStore` is a differential property test of an adapter against the memory store. Needs
  * `fast-check` (for the arbitraries and `compareWithMemoryStore`) as a dev dependency of the project using it.
+ *
+ * @module laurel/testing
  */
 export { storeConformanceChecks, runStoreConformance, runConformanceCheck, sampleState, ConformanceFaults, InjectedFault, CheckNotApplicable } from './conformance.js';
 export type { ConformanceCheck, ConformanceContext, ConformanceReport, CheckOutcome, FaultInjector, StoreFactory, StoreFactoryContext } from './conformance.js';

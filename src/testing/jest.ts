@@ -1,6 +1,8 @@
 /**
  * `laurel/testing/jest`: the store conformance suite registered with jest, through jest's global `describe`
  * and `it` (a test file run by jest has them; nothing is imported from jest).
+ *
+ * @module laurel/testing/jest
  */
 import type { StoreFactory } from './conformance.js';
 import { registerStoreConformance } from './register.js';

@@ -1,6 +1,8 @@
 /**
  * `laurel/testing/node`: the store conformance suite registered with Node's built-in test runner
  * (`node:test`, run with `node --test`).
+ *
+ * @module laurel/testing/node
  */
 import { describe, it, type TestContext } from 'node:test';
 import type { StoreFactory } from './conformance.js';

@@ -1,6 +1,8 @@
 /**
  * `laurel/testing/vitest`: the store conformance suite registered with vitest (needs `vitest` as a dev
  * dependency of the project using it). `laurel/testing` itself imports no test framework.
+ *
+ * @module laurel/testing/vitest
  */
 import { describe, it, type TestContext } from 'vitest';
 import type { StoreFactory } from './conformance.js';
