@@ -13,10 +13,10 @@
 import type { CompiledLeaderboard, CompiledPointsSystem, LaurelConfig } from '../config/define.js';
 import { userAchievementView } from './achievements.js';
 import { addDays, localDateOf, nextPeriodStart, periodEndOf, periodStartOf, previousPeriodStart, startOfLocalDate, type LocalDate } from './calendar.js';
-import { boardIndexOf, leaderboardView, runContaining, runStatus } from './leaderboards.js';
+import { boardIndexOf, leaderboardView, runContaining, runStatus, type Run } from './leaderboards.js';
 import { operationStreak, preferencesView } from './operations.js';
 import { awardOfRow, grantInstant, isAdjustment, levelFor, nextGrants, systemView } from './points.js';
-import { own, userZone, withNotices } from './step.js';
+import { isoOf, own, userZone, withNotices } from './step.js';
 import { streakView } from './streaks.js';
 import type { Award, AwardRow, LeaderboardView, PointsTriggerView, ChangeEvent, ChangeType, CoreContext, Effects, LedgerRow, Notices, NotificationType, OperationRowData, StreakPeriodRow, UserBoost, UserRecord, UserState } from './types.js';
 
@@ -47,6 +47,62 @@ export function wireBoard(board: CompiledLeaderboard, status: string) {
   return wired;
 }
 const wiredBoards = new WeakMap<CompiledLeaderboard, Map<string, Readonly<LeaderboardView & { breakdownAttribute: string | null; status: string }>>>();
+
+/**
+ * The `leaderboard` of a board's `leaderboard.rank_changed` payload before its values: {@link wireBoard}
+ * with `rank`, `value`, `previousRank` and `previousValue` in that order. Private and never handed out: each
+ * event spreads it (a plain object spreads on V8's fast path, a frozen one does not) and sets its values.
+ */
+function rankTemplate(board: CompiledLeaderboard, status: string): Record<string, unknown> {
+  let byStatus = rankTemplates.get(board);
+  if (!byStatus) rankTemplates.set(board, (byStatus = new Map()));
+  let template = byStatus.get(status);
+  if (!template) {
+    template = { ...wireBoard(board, status), rank: null, value: 0, previousRank: null, previousValue: null };
+    byStatus.set(status, template);
+  }
+  return template;
+}
+const rankTemplates = new WeakMap<CompiledLeaderboard, Map<string, Record<string, unknown>>>();
+
+/** The run starting on `start` of a board (`runContaining`), remembered per board for its last run. */
+function runStarting(board: CompiledLeaderboard, start: LocalDate): Run {
+  const last = lastRuns.get(board);
+  if (last && last.from === start) return last.run;
+  const run = runContaining(board, start);
+  lastRuns.set(board, { from: start, run });
+  return run;
+}
+const lastRuns = new WeakMap<CompiledLeaderboard, { from: LocalDate; run: Run }>();
+
+/**
+ * The `points` of a system's payloads before their values: `systemView(system)` with `total` (`total`), and
+ * `added` and `awards` (`changed`), and `level` (`level`), in that order. Private and never handed out: each
+ * event spreads it and sets its values (as {@link rankTemplate}).
+ */
+function pointsTemplate(system: CompiledPointsSystem, shape: 'total' | 'changed' | 'level'): Record<string, unknown> {
+  let byShape = pointsTemplates.get(system);
+  if (!byShape) pointsTemplates.set(system, (byShape = new Map()));
+  let template = byShape.get(shape);
+  if (!template) {
+    template = { ...systemView(system), total: 0 };
+    if (shape !== 'total') Object.assign(template, { added: 0, awards: null });
+    if (shape === 'level') template.level = null;
+    byShape.set(shape, template);
+  }
+  return template;
+}
+const pointsTemplates = new WeakMap<CompiledPointsSystem, Map<string, Record<string, unknown>>>();
+
+/** The local date a user was created on in `tz`, remembered per (shared) user record. */
+function createdDate(user: UserRecord, tz: string): LocalDate {
+  const hit = createdDates.get(user);
+  if (hit && hit.tz === tz) return hit.date;
+  const date = localDateOf(new Date(user.created), tz);
+  createdDates.set(user, { tz, date });
+  return date;
+}
+const createdDates = new WeakMap<UserRecord, { tz: string; date: LocalDate }>();
 
 /** The hosted service's `PointsBoostWebhookPayload` of a user's own boost. */
 function wireUserBoost(system: CompiledPointsSystem, userId: string, b: UserBoost, status: 'active' | 'finished') {
@@ -106,6 +162,43 @@ export interface DerivedChanges {
   due: string | null;
 }
 
+/**
+ * The change events of one commit as {@link deriveChanges} finds them, with what they share (the wired user,
+ * the user's preferences), each built once and only when needed. A class rather than closures per call.
+ */
+class Found {
+  /** The events, in the order found. */
+  readonly out: ChangeEvent[] = [];
+  private user: ReturnType<typeof wireUser> | null = null;
+  private prefs: ReturnType<typeof preferencesView> | null = null;
+
+  constructor(
+    private readonly cfg: LaurelConfig,
+    private readonly state: UserState,
+    private readonly ctx: CoreContext,
+  ) {}
+
+  /** The user as webhooks carry it. */
+  wired() {
+    return (this.user ??= wireUser(this.state.user));
+  }
+
+  /** Adds a change event; `payload` starts with `type` (the payload is built whole, never re-spread). */
+  emit(type: ChangeType, at: string, payload: Record<string, unknown> & { type: ChangeType }, rank?: ChangeEvent['rank']): void {
+    const event: ChangeEvent = { id: this.ctx.newId(), type, userId: this.state.user.id, at, payload };
+    if (rank) event.rank = rank;
+    this.out.push(event);
+  }
+
+  /** Reminders go to users outside the experiment's control group who keep a channel for them. */
+  reminds(type: NotificationType): boolean {
+    return this.state.user.control !== true && ((this.prefs ??= preferencesView(this.cfg, this.state)).notifications[type]?.length ?? 0) > 0;
+  }
+}
+
+/** Change events by instant (ISO strings of one format compare as the instants do). */
+const byInstant = (a: ChangeEvent, b: ChangeEvent) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0);
+
 /** The instant a local date begins in `tz`, in ms. */
 const dayStart = (date: LocalDate, tz: string) => startOfLocalDate(date, tz).getTime();
 
@@ -115,21 +208,12 @@ const dayStart = (date: LocalDate, tz: string) => startOfLocalDate(date, tz).get
  */
 export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after: UserState, effects: Effects, ctx: CoreContext): DerivedChanges {
   const nowMs = ctx.now.getTime();
-  const nowIso = ctx.now.toISOString();
+  const nowIso = isoOf(nowMs);
   const tz = userZone(cfg, after);
   const today = localDateOf(ctx.now, tz);
   const userId = after.user.id;
-  const out: { event: ChangeEvent; n: number }[] = [];
-  let user: ReturnType<typeof wireUser> | null = null;
-  const wired = () => (user ??= wireUser(after.user));
-  const emit = (type: ChangeType, at: string, body: Record<string, unknown>, rank?: ChangeEvent['rank']) => {
-    const event: ChangeEvent = { id: ctx.newId(), type, userId, at, payload: { type, ...body } };
-    if (rank) event.rank = rank;
-    out.push({ event, n: out.length });
-  };
-  let prefs: ReturnType<typeof preferencesView> | null = null;
-  /** Reminders go to users outside the experiment's control group who keep a channel for them. */
-  const reminds = (type: NotificationType) => after.user.control !== true && ((prefs ??= preferencesView(cfg, after)).notifications[type]?.length ?? 0) > 0;
+  const found = new Found(cfg, after, ctx);
+  const out = found.out;
 
   // One pass over the commit's rows: freezes used, operations, points rows per system, the last event.
   const frozen: LedgerRow[] = [];
@@ -161,8 +245,8 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     const had = before ? own(before.achievements, a.key) : undefined;
     if (had && had.completionId === got.completionId) continue;
     const achievement = userAchievementView(a, after);
-    emit('achievement.completed', got.achievedAt, { user: wired(), achievement });
-    if (cfg.notifications.achievement && reminds('achievement_completed')) emit('emails.achievement_due', got.achievedAt, { timestamp: got.achievedAt, user: wired(), achievement });
+    found.emit('achievement.completed', got.achievedAt, { type: 'achievement.completed', user: found.wired(), achievement });
+    if (cfg.notifications.achievement && found.reminds('achievement_completed')) found.emit('emails.achievement_due', got.achievedAt, { type: 'emails.achievement_due', timestamp: got.achievedAt, user: found.wired(), achievement });
   }
 
   // Streak.
@@ -170,12 +254,14 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   const bs = before?.streak ?? null;
   const as = after.streak;
   let streakLostNow = false;
+  // The streak as `getStreak` shows it today: computed once, for an event and the due instant.
+  let shown: ReturnType<typeof streakView> | null = null;
   if (sc && as && as !== bs) {
     const lost = as.lost ?? null;
     const hadLost = bs?.lost ?? null;
     if (lost && !(hadLost && hadLost.period === lost.period && hadLost.length === lost.length && hadLost.started === lost.started)) {
       streakLostNow = true;
-      emit('streak.lost', new Date(dayStart(addDays(periodEndOf(lost.period, sc.frequency), 1), tz)).toISOString(), { user: wired(), length: lost.length });
+      found.emit('streak.lost', isoOf(dayStart(addDays(periodEndOf(lost.period, sc.frequency), 1), tz)), { type: 'streak.lost', user: found.wired(), length: lost.length });
     }
     const consumed = frozen.length;
     // A new user's initial freezes are not earned: they start with them.
@@ -185,19 +271,23 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
       const auto = sc.freezes?.autoEarn;
       let at = nowIso;
       if (!granted && auto && as.freezeGrants > (bs?.freezeGrants ?? 0)) {
-        const ms = dayStart(addDays(localDateOf(new Date(after.user.created), tz), as.freezeGrants * auto.everyDays), tz);
-        if (ms <= nowMs) at = new Date(ms).toISOString();
+        const ms = dayStart(addDays(createdDate(after.user, tz), as.freezeGrants * auto.everyDays), tz);
+        if (ms <= nowMs) at = isoOf(ms);
       }
-      emit('streak.freeze_earned', at, { user: wired(), earned, freezes: as.freezes });
+      found.emit('streak.freeze_earned', at, { type: 'streak.freeze_earned', user: found.wired(), earned, freezes: as.freezes });
     }
-    if (consumed > 0) emit('streak.freeze_consumed', (frozen[consumed - 1] as LedgerRow).at, { user: wired(), consumed, freezes: as.freezes });
+    if (consumed > 0) found.emit('streak.freeze_consumed', (frozen[consumed - 1] as LedgerRow).at, { type: 'streak.freeze_consumed', user: found.wired(), consumed, freezes: as.freezes });
     if (as.length > 0 && as.lastExtendedAt !== null && as.lastExtendedAt !== (bs?.lastExtendedAt ?? null)) {
       const fresh = !bs || bs.length === 0 || streakLostNow || bs.started !== as.started;
-      if (fresh || as.length > bs.length) emit(fresh ? 'streak.started' : 'streak.extended', as.lastExtendedAt, { user: wired(), streak: streakView(cfg, after, today) });
+      if (fresh || as.length > bs.length) {
+        const type = fresh ? 'streak.started' : 'streak.extended';
+        found.emit(type, as.lastExtendedAt, { type, user: found.wired(), streak: (shown ??= streakView(cfg, after, today)) });
+      }
     }
   }
 
-  // Points and levels.
+  // Points and levels (the user's boosts, after and before, for the awards' boosts: built once, when needed).
+  let userBoosts: UserBoost[] | null = null;
   for (const system of before?.points === after.points ? [] : cfg.pointsSystems) {
     const was = (before ? own(before.points, system.key)?.total : undefined) ?? 0;
     const total = own(after.points, system.key)?.total ?? 0;
@@ -206,17 +296,27 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     const awards = [];
     for (const r of pointsRows.get(system.key) ?? []) {
       const grants = (r.data as AwardRow | null)?.grants;
-      const last = grants ? new Date(grantInstant(r.at, grants, grants.count - 1)).toISOString() : r.at;
+      const last = grants ? isoOf(grantInstant(r.at, grants, grants.count - 1)) : r.at;
       if (last > at) at = last;
       // Only trigger awards are listed (the service's trigger types); adjustments count in `added`.
-      if (!isAdjustment(r) && (r.data as AwardRow | null)?.type !== 'adjustment') awards.push(wireAward(system, awardOfRow(system, r), [...(after.boosts ?? []), ...(before?.boosts ?? [])]));
+      if (!isAdjustment(r) && (r.data as AwardRow | null)?.type !== 'adjustment') awards.push(wireAward(system, awardOfRow(system, r), (userBoosts ??= [...(after.boosts ?? []), ...(before?.boosts ?? [])])));
     }
     if (at === '' || at > nowIso) at = nowIso;
     const from = levelFor(system, was);
     const to = levelFor(system, total);
     const levelChanged = (from?.key ?? null) !== (to?.key ?? null);
-    emit('points.changed', at, { user: wired(), points: { ...systemView(system), total, added: total - was, awards, ...(levelChanged ? { level: to } : {}) } });
-    if (levelChanged) emit('points.level_changed', at, { user: wired(), points: { ...systemView(system), total }, previousLevel: from, newLevel: to });
+    // Keys in the order of `{ ...systemView(system), total, added, awards, level? }` (see pointsTemplate).
+    const points = { ...pointsTemplate(system, levelChanged ? 'level' : 'changed') };
+    points.total = total;
+    points.added = total - was;
+    points.awards = awards;
+    if (levelChanged) points.level = to;
+    found.emit('points.changed', at, { type: 'points.changed', user: found.wired(), points });
+    if (levelChanged) {
+      const view = { ...pointsTemplate(system, 'total') };
+      view.total = total;
+      found.emit('points.level_changed', at, { type: 'points.level_changed', user: found.wired(), points: view, previousLevel: from, newLevel: to });
+    }
   }
 
   // Leaderboards: a change of the user's value in a run (the store fills the ranks and drops it when the
@@ -228,27 +328,33 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     if (was === now) continue;
     const sameRun = was !== undefined && was.run === now.run && was.group === now.group;
     if (sameRun && was.value === now.value) continue;
-    const status = runStatus(board, runContaining(board, now.run), ctx.now);
-    const leaderboard = { ...wireBoard(board, status), rank: null, value: now.value, previousRank: null, previousValue: sameRun ? was.value : null };
-    emit('leaderboard.rank_changed', now.reachedAt <= nowIso ? now.reachedAt : nowIso, { user: wired(), leaderboard }, { index: boardIndexOf(board, now.run, now.group), cap: board.maxParticipants });
+    const status = runStatus(board, runStarting(board, now.run), ctx.now);
+    // Keys in the order of `{ ...wireBoard(board, status), rank: null, value, previousRank: null, previousValue }`.
+    const leaderboard = { ...rankTemplate(board, status) };
+    leaderboard.value = now.value;
+    leaderboard.previousValue = sameRun ? was.value : null;
+    found.emit('leaderboard.rank_changed', now.reachedAt <= nowIso ? now.reachedAt : nowIso, { type: 'leaderboard.rank_changed', user: found.wired(), leaderboard }, { index: boardIndexOf(board, now.run, now.group), cap: board.maxParticipants });
   }
 
   // A user's own boosts starting and ending (time-driven: since the instant changes were last looked at).
   const prior = before?.notices;
-  const through = prior ? Date.parse(prior.through) : Date.parse(after.user.created);
-  const known = new Set((before?.boosts ?? []).map((b) => b.id));
-  const boosts = new Map<string, UserBoost>();
-  for (const b of before?.boosts ?? []) boosts.set(b.id, b);
-  for (const b of after.boosts ?? []) boosts.set(b.id, b);
-  for (const b of boosts.values()) {
-    if (deleted.has(b.id)) continue;
-    const system = cfg.index.pointsSystems.get(b.system);
-    if (!system) continue;
-    const since = known.has(b.id) ? through : -Infinity;
-    const start = dayStart(b.start, tz);
-    const end = b.end === null ? null : dayStart(addDays(b.end, 1), tz);
-    if (start > since && start <= nowMs) emit('points.boost_started', new Date(Math.max(start, since === -Infinity ? start : since)).toISOString(), { timestamp: new Date(start).toISOString(), boost: wireUserBoost(system, userId, b, 'active') });
-    if (end !== null && end > since && end <= nowMs && known.has(b.id)) emit('points.boost_finished', new Date(end).toISOString(), { timestamp: new Date(end).toISOString(), boost: wireUserBoost(system, userId, b, 'finished') });
+  // (Nothing to look at for a user who has no boosts, before or after.)
+  if ((before?.boosts?.length ?? 0) > 0 || (after.boosts?.length ?? 0) > 0) {
+    const through = prior ? Date.parse(prior.through) : Date.parse(after.user.created);
+    const known = new Set((before?.boosts ?? []).map((b) => b.id));
+    const boosts = new Map<string, UserBoost>();
+    for (const b of before?.boosts ?? []) boosts.set(b.id, b);
+    for (const b of after.boosts ?? []) boosts.set(b.id, b);
+    for (const b of boosts.values()) {
+      if (deleted.has(b.id)) continue;
+      const system = cfg.index.pointsSystems.get(b.system);
+      if (!system) continue;
+      const since = known.has(b.id) ? through : -Infinity;
+      const start = dayStart(b.start, tz);
+      const end = b.end === null ? null : dayStart(addDays(b.end, 1), tz);
+      if (start > since && start <= nowMs) found.emit('points.boost_started', isoOf(Math.max(start, since === -Infinity ? start : since)), { type: 'points.boost_started', timestamp: isoOf(start), boost: wireUserBoost(system, userId, b, 'active') });
+      if (end !== null && end > since && end <= nowMs && known.has(b.id)) found.emit('points.boost_finished', isoOf(end), { type: 'points.boost_finished', timestamp: isoOf(end), boost: wireUserBoost(system, userId, b, 'finished') });
+    }
   }
 
   // Reminders, each emitted once (recorded in `notices`).
@@ -261,15 +367,15 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   const n = cfg.notifications;
 
   // Recap of the last period that ended, when the user was active since the last recap was due.
-  if (n.recap && reminds('recap')) {
+  if (n.recap && found.reminds('recap')) {
     const period = periodStartOf(today, n.recap, cfg.weekStartsOn);
     const dueMs = dayStart(period, tz);
     const prevStart = previousPeriodStart(period, n.recap);
     const prevEnd = addDays(period, -1);
     const activity = notices.recapActivity;
     if (activity !== undefined && Date.parse(activity) < dueMs && notices.recap !== prevEnd) {
-      const at = new Date(dueMs).toISOString();
-      emit('emails.recap_due', at, { timestamp: at, user: wired(), recap: { periodStart: prevStart, periodEnd: prevEnd } });
+      const at = isoOf(dueMs);
+      found.emit('emails.recap_due', at, { type: 'emails.recap_due', timestamp: at, user: found.wired(), recap: { periodStart: prevStart, periodEnd: prevEnd } });
       notices.recap = prevEnd;
       delete notices.recapActivity;
     }
@@ -283,34 +389,34 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   if (activeNow !== null) {
     notices.active = activeNow;
     delete notices.reactivation;
-  } else if (n.reactivationDays && notices.active !== null && reminds('reactivation')) {
+  } else if (n.reactivationDays && notices.active !== null && found.reminds('reactivation')) {
     const idle = nowMs - Date.parse(notices.active);
     const sent = notices.reactivation ?? 0;
     let k = sent;
     while (k < n.reactivationDays.length && (n.reactivationDays[k] as number) * DAY_MS <= idle) k++;
     if (k > sent) {
       const days = n.reactivationDays[k - 1] as number;
-      const at = new Date(Date.parse(notices.active) + days * DAY_MS).toISOString();
-      emit('emails.reactivation_due', at, { timestamp: at, user: wired(), reactivation: { messageNumber: k, daysSinceLastActive: days } });
+      const at = isoOf(Date.parse(notices.active) + days * DAY_MS);
+      found.emit('emails.reactivation_due', at, { type: 'emails.reactivation_due', timestamp: at, user: found.wired(), reactivation: { messageNumber: k, daysSinceLastActive: days } });
       notices.reactivation = k;
     }
   }
-  if (n.reactivationDays && notices.active !== null && reminds('reactivation')) {
+  if (n.reactivationDays && notices.active !== null && found.reminds('reactivation')) {
     const next = n.reactivationDays[notices.reactivation ?? 0];
     if (next !== undefined) candidates.push(Date.parse(notices.active) + next * DAY_MS);
   }
 
   // The streak: lapse (or freeze), freezes earned, and the reminder before it expires.
   if (sc && as && as.length > 0 && as.coveredThrough !== null) {
-    const view = streakView(cfg, after, today);
+    const view = (shown ??= streakView(cfg, after, today));
     if (view.expires !== null) {
       const lapse = dayStart(addDays(view.expires, 1), tz);
       candidates.push(lapse);
-      if (n.streakReminderHours !== null && reminds('streak_reminder') && notices.streakReminder !== view.expires) {
+      if (n.streakReminderHours !== null && found.reminds('streak_reminder') && notices.streakReminder !== view.expires) {
         const remind = lapse - n.streakReminderHours * 3_600_000;
         if (remind <= nowMs && nowMs < lapse) {
-          const at = new Date(remind).toISOString();
-          emit('emails.streak_reminder_due', at, { timestamp: at, user: wired(), streak: { ...operationStreak(cfg, after, today), streakHistory: [] } });
+          const at = isoOf(remind);
+          found.emit('emails.streak_reminder_due', at, { type: 'emails.streak_reminder_due', timestamp: at, user: found.wired(), streak: { ...operationStreak(cfg, after, today), streakHistory: [] } });
           notices.streakReminder = view.expires;
         } else if (remind > nowMs) candidates.push(remind);
       }
@@ -318,7 +424,7 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   }
   const auto = sc?.freezes?.autoEarn;
   if (sc?.freezes && auto && as && as.freezes < sc.freezes.max) {
-    candidates.push(dayStart(addDays(localDateOf(new Date(after.user.created), tz), (as.freezeGrants + 1) * auto.everyDays), tz));
+    candidates.push(dayStart(addDays(createdDate(after.user, tz), (as.freezeGrants + 1) * auto.everyDays), tz));
   }
   // Time grants.
   if (cfg.index.hasTimeTriggers) {
@@ -339,11 +445,13 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
 
   let due = Infinity;
   for (const c of candidates) if (c > nowMs && c < due) due = c;
-  // Changes in the order they happened; those of one instant in the order found.
-  out.sort((a, b) => (a.event.at < b.event.at ? -1 : a.event.at > b.event.at ? 1 : a.n - b.n));
+  // Changes in the order they happened; those of one instant in the order found (the sort is stable).
+  let sorted = true;
+  for (let i = 1; i < out.length && sorted; i++) sorted = (out[i - 1] as ChangeEvent).at <= (out[i] as ChangeEvent).at;
+  if (!sorted) out.sort(byInstant);
   return {
     state: withNotices(after, notices),
-    changes: out.map((o) => o.event),
-    due: due === Infinity ? null : new Date(due).toISOString(),
+    changes: out,
+    due: due === Infinity ? null : isoOf(due),
   };
 }

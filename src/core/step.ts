@@ -45,6 +45,25 @@ export interface Step {
   readonly attributesBefore: Readonly<Record<string, string>>;
 }
 
+// The last few formatted instants (ms -> ISO string), replaced in turn.
+const ISO_SLOTS = 4;
+const isoMs = new Float64Array(ISO_SLOTS).fill(NaN);
+const isoText: string[] = new Array<string>(ISO_SLOTS).fill('');
+let isoNext = 0;
+
+/**
+ * `new Date(ms).toISOString()`, remembered for the last few instants formatted (a call formats its `now` in
+ * several places, and users' due instants often coincide). Throws as `toISOString` does for an invalid one.
+ */
+export function isoOf(ms: number): string {
+  for (let i = 0; i < ISO_SLOTS; i++) if (isoMs[i] === ms) return isoText[i] as string;
+  const iso = new Date(ms).toISOString();
+  isoMs[isoNext] = ms;
+  isoText[isoNext] = iso;
+  isoNext = (isoNext + 1) % ISO_SLOTS;
+  return iso;
+}
+
 export function userZone(cfg: LaurelConfig, state: UserState): string {
   return state.user.tz ?? cfg.timeZone;
 }
@@ -67,7 +86,7 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
     state,
     owned,
     now,
-    nowIso: now.toISOString(),
+    nowIso: isoOf(now.getTime()),
     newId,
     effects: { ledger: [], leaderboard: [], counters: {}, idempotency: null, created: false },
     awards: new Map(),

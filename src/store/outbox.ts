@@ -16,27 +16,34 @@ export function settleChanges(changes: readonly ChangeEvent[] | undefined, ranks
   if (!changes || changes.length === 0) return [];
   const out: Omit<ChangeEvent, 'rank'>[] = [];
   for (const c of changes) {
-    if (!c.rank) {
+    const marker = c.rank;
+    if (!marker) {
       out.push(c);
       continue;
     }
     let first: RankChange | undefined;
     let last: RankChange | undefined;
     for (const r of ranks) {
-      if (r.index !== c.rank.index || r.userId !== userId) continue;
+      if (r.index !== marker.index || r.userId !== userId) continue;
       first ??= r;
       last = r;
     }
-    const cap = (rank: number | null | undefined) => (rank != null && rank <= c.rank!.cap ? rank : null);
-    const previousRank = cap(first?.previousRank);
-    const rank = cap(last?.rank);
+    const previousRank = capped(first?.previousRank, marker.cap);
+    const rank = capped(last?.rank, marker.cap);
     if (previousRank === rank) continue;
-    const { rank: _marker, ...event } = c;
-    const leaderboard = { ...(event.payload.leaderboard as Record<string, unknown>), previousRank, rank };
-    out.push({ ...event, payload: { ...event.payload, leaderboard } });
+    // Spelled out (the event's fields less the marker, in their order) rather than a rest and three spreads.
+    const leaderboard = { ...(c.payload.leaderboard as Record<string, unknown>) };
+    leaderboard.previousRank = previousRank;
+    leaderboard.rank = rank;
+    const payload = { ...c.payload };
+    payload.leaderboard = leaderboard;
+    out.push({ id: c.id, type: c.type, userId: c.userId, at: c.at, payload });
   }
   return out;
 }
+
+/** A rank, or null when there is none or it is above the board's `cap`. */
+const capped = (rank: number | null | undefined, cap: number): number | null => (rank != null && rank <= cap ? rank : null);
 
 const POSITION = /^[0-9]{1,15}$/;
 
@@ -107,7 +114,11 @@ class DueHeap {
  * claim costs the users it returns plus the stale heap entries it passes).
  */
 export class MemoryOutbox implements OutboxStore {
-  private log: (StoredChange | null)[] = [];
+  /**
+   * The events by sequence number (null once erased), kept as committed: their `StoredChange` (with its
+   * position) is built when read, so a stored event costs no copy and no position string.
+   */
+  private log: (Omit<ChangeEvent, 'rank'> | null)[] = [];
   /** Sequence number of `log[0]`. */
   private base = 1;
   private readonly byUser = new Map<string, number[]>();
@@ -116,13 +127,16 @@ export class MemoryOutbox implements OutboxStore {
   private readonly deliveries = new Map<string, DeliveryRecord[]>();
   private readonly due = new Map<string, number>();
   private readonly heap = new DueHeap();
+  private lastDue: { iso: string; ms: number } = { iso: '', ms: NaN };
 
-  /** Appends a commit's (settled) events. Synchronous: part of the commit's atomic step. */
+  /**
+   * Appends a commit's (settled) events. Synchronous: part of the commit's atomic step. The outbox keeps the
+   * event objects themselves (as it always kept their payloads): the commit hands them over.
+   */
   append(events: readonly Omit<ChangeEvent, 'rank'>[]): void {
     for (const e of events) {
       const seq = this.base + this.log.length;
-      const stored: StoredChange = Object.freeze({ id: e.id, type: e.type, userId: e.userId, at: e.at, payload: e.payload, position: String(seq) });
-      this.log.push(stored);
+      this.log.push(e);
       if (e.userId !== null) {
         let list = this.byUser.get(e.userId);
         if (!list) this.byUser.set(e.userId, (list = []));
@@ -138,7 +152,9 @@ export class MemoryOutbox implements OutboxStore {
       this.due.delete(userId);
       return;
     }
-    const ms = Date.parse(due);
+    // Users' due instants often coincide (the start of a day): the last one parsed is remembered.
+    const ms = this.lastDue.iso === due ? this.lastDue.ms : Date.parse(due);
+    if (this.lastDue.iso !== due) this.lastDue = { iso: due, ms };
     if (this.due.get(userId) === ms) return;
     this.due.set(userId, ms);
     this.heap.push({ ms, userId });
@@ -167,7 +183,7 @@ export class MemoryOutbox implements OutboxStore {
     for (let i = from - this.base; i < this.log.length && events.length < page.limit; i++) {
       const e = this.log[i];
       next = String(this.base + i);
-      if (e) events.push(e);
+      if (e) events.push(Object.freeze({ id: e.id, type: e.type, userId: e.userId, at: e.at, payload: e.payload, position: next }));
     }
     return { events, next };
   }

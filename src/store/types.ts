@@ -33,6 +33,8 @@ export interface Commit {
   /**
    * Change events to append to the outbox in the same transaction (see {@link OutboxStore}); absent or empty:
    * none. A `leaderboard.rank_changed` event with `rank` is completed from this commit's rank changes first.
+   * Events are immutable values once committed: the caller never changes them afterwards, so a store MAY keep
+   * the event objects given (the memory store does) and MUST NOT change them.
    */
   changes?: ChangeEvent[];
   /**
