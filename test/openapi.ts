@@ -42,3 +42,18 @@ export function openapi(file: 'application.json' | 'admin.json') {
   };
   return { spec, ajv, operations, operation, pointer, bodyExamples };
 }
+
+/**
+ * Loads a contract test (`load`, a dynamic import) with `LAUREL_CONTRACT_TENANT` set to the spec's own
+ * `Tenant-ID` example (`components.parameters.TenantId.example`): the contract file reads it once at import
+ * and sends it on every request. Cleared afterwards, so later files of the worker run without it.
+ */
+export async function underTenantExample(file: 'application.json' | 'admin.json', load: () => Promise<unknown>): Promise<void> {
+  const spec = JSON.parse(readFileSync(new URL(`./fixtures/openapi/${file}`, import.meta.url), 'utf8')) as { components: { parameters: { TenantId: { example: string } } } };
+  process.env.LAUREL_CONTRACT_TENANT = spec.components.parameters.TenantId.example;
+  try {
+    await load();
+  } finally {
+    delete process.env.LAUREL_CONTRACT_TENANT;
+  }
+}

@@ -14,6 +14,7 @@ import type { LaurelConfig } from '../config/define.js';
 import type { ConfigInput } from '../config/schema.js';
 import type { PreferencesPatch, UserInput } from '../core/types.js';
 import type { Engine } from '../engine/engine.js';
+import type { BatchEvent } from '../engine/batch.js';
 
 /** fast-check's size of generated lists (see the module comment): `'max'` lets lists reach their `maxLength`. */
 export type ArbSize = fc.SizeForArbitrary;
@@ -429,14 +430,8 @@ export function arbConfig(options: ArbConfigOptions = {}): fc.Arbitrary<ConfigIn
 // ---------------------------------------------------------------------------------------------------------
 // Scenarios: events and operator actions over time
 
-/** An event of a scenario step (the arguments of `recordEvent`, or one entry of `recordEvents`). */
-export interface ScenarioEvent {
-  metricKey: string;
-  user: UserInput;
-  value: number;
-  attributes?: Record<string, string>;
-  idempotencyKey?: string;
-}
+/** An event of a scenario step (the arguments of `recordEvent`, or one entry of `recordEvents`): a {@link BatchEvent}. */
+export type ScenarioEvent = BatchEvent;
 
 /** What a `read` step reads (the argument `key` names the board, system or metric it needs). */
 export type ScenarioRead = 'profile' | 'streak' | 'points' | 'leaderboard' | 'userLeaderboard' | 'achievements' | 'events' | 'metricSummary';

@@ -4,9 +4,12 @@
  * adapters `laurel/testing/vitest`, `laurel/testing/jest`, `laurel/testing/node`) register it as tests.
  */
 import { isLaurelErrorCode, type LaurelErrorCode } from '../errors.js';
-import type { ChangeEvent, IdempotencyRecord, LeaderboardWrite, LedgerRow, StoredChange, UserState } from '../core/types.js';
+import type { ChangeEvent, IdempotencyRecord, LeaderboardWrite, LedgerRow, StoredChange } from '../core/types.js';
 import type { BatchCommitOutcome, Commit, CommitResult, IdempotencyLookup, OutboxStore, Store } from '../store/types.js';
+import { assert, CheckFailed, equal, sampleState } from './checks.js';
 import { tenancyChecks } from './tenancy.js';
+
+export { sampleState };
 
 /**
  * The fault-injection hook a store under test calls: `point(label)` right before each statement (each
@@ -128,17 +131,6 @@ export class ConformanceFaults implements FaultInjector {
   }
 }
 
-class CheckFailed extends Error {}
-
-function assert(condition: unknown, message: string): asserts condition {
-  if (!condition) throw new CheckFailed(message);
-}
-
-function equal(actual: unknown, expected: unknown, message: string): void {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  if (a !== e) throw new CheckFailed(`${message}\n  expected: ${e}\n  actual:   ${a}`);
-}
 
 /** JSON with object keys sorted: stores such as PostgreSQL's jsonb keep values, not key order. */
 function canonical(value: unknown): string {
@@ -181,20 +173,6 @@ async function readAllEvents(store: Store, userId: string, limit: number, metric
     assert(page.rows.length === limit, `readEvents: a page of ${page.rows.length} rows (limit ${limit}) with more to come`);
     before = page.next;
   }
-}
-
-/** A minimal valid user state for store tests (`total` as given: states before 0.2 held decimal strings). */
-export function sampleState(userId: string, total: number | string = 0): UserState {
-  return {
-    user: { id: userId, email: null, name: `User ${userId}`, tz: null, attributes: {}, created: '2026-01-01T00:00:00.000Z', updated: '2026-01-01T00:00:00.000Z' },
-    metrics: { lessons: total as number },
-    achievementProgress: {},
-    achievements: {},
-    streak: null,
-    points: {},
-    leaderboards: {},
-    rules: '',
-  };
 }
 
 function metricRow(userId: string, id: string, at: string, delta: number, total: number, key = 'lessons'): LedgerRow {

@@ -6,28 +6,15 @@
 import type { BoostRecord } from '../core/boosts.js';
 import type { ChangeEvent, LedgerRow, UserState } from '../core/types.js';
 import type { Commit, OutboxStore, Store } from '../store/types.js';
+import { CheckFailed, equal, sampleState } from './checks.js';
 import type { ConformanceCheck, ConformanceContext } from './conformance.js';
-
-class TenancyCheckFailed extends Error {}
-
-function equal(actual: unknown, expected: unknown, message: string): void {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  if (a !== e) throw new TenancyCheckFailed(`${message}\n  expected: ${e}\n  actual:   ${a}`);
-}
 
 const AT = '2026-03-02T01:00:00.000Z';
 
+/** A sample state whose user is named after its tenant (what the checks read back to tell tenants apart). */
 function stateOf(userId: string, name: string): UserState {
-  return {
-    user: { id: userId, email: null, name, tz: null, attributes: {}, created: AT, updated: AT },
-    metrics: { lessons: 1 },
-    achievementProgress: {},
-    achievements: {},
-    streak: null,
-    points: {},
-    leaderboards: {},
-  } as unknown as UserState;
+  const state = sampleState(userId, 1);
+  return { ...state, user: { ...state.user, name } };
 }
 
 const row = (userId: string, id: string, kind: LedgerRow['kind'] = 'metric', key = 'lessons', data: LedgerRow['data'] = null): LedgerRow => ({ id, userId, kind, key, at: AT, delta: 1, total: 1, data });
@@ -207,7 +194,7 @@ export const tenancyChecks: readonly ConformanceCheck[] = [
     name: 'tenants do not nest: tenant(id) on a tenant\'s store is the sibling tenant; ids compare exactly',
     async run(store, context) {
       const { acme, globex } = tenantsOf(store, context);
-      if (typeof acme.tenant !== 'function') throw new TenancyCheckFailed("a tenant's store must have tenant() too");
+      if (typeof acme.tenant !== 'function') throw new CheckFailed("a tenant's store must have tenant() too");
       await acme.commit(firstCommit(acme, 'u1', 'acme', 3));
       equal((await globex.tenant?.('acme').loadUser('u1'))?.state.user.name ?? null, 'acme', "globex.tenant('acme') is acme");
       equal((await store.tenant?.('acme').loadUser('u1'))?.state.user.name ?? null, 'acme', "tenant('acme') twice is the same tenant");
