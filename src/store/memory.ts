@@ -12,6 +12,7 @@ import type { BoostRecord } from '../core/boosts.js';
 import { OrderedIndex, type IndexEntry } from './ordered-index.js';
 import type { BatchCommitOutcome, Commit, CommitResult, Erasure, ErasureResult, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState, OutboxStore } from './types.js';
 import { MemoryOutbox, settleChanges } from './outbox.js';
+import { frozenJsonCopy } from './json-copy.js';
 
 interface StoredUser {
   state: VersionedState['state'];
@@ -261,8 +262,9 @@ function packData(data: LedgerRow['data']): unknown {
   if (data === null || data === undefined) return null;
   const award = data as { trigger?: unknown; type?: unknown; boosts?: unknown };
   if (typeof award.trigger === 'string' && typeof award.type === 'string' && award.boosts === undefined && Object.keys(data).length === 2) return `${award.type}|${award.trigger}`;
-  return deepFreeze(JSON.parse(JSON.stringify(data)));
+  return frozenJsonCopy(data);
 }
+
 
 function unpackData(packed: unknown): LedgerRow['data'] {
   if (typeof packed !== 'string') return packed as LedgerRow['data'];
@@ -270,16 +272,7 @@ function unpackData(packed: unknown): LedgerRow['data'] {
   return { trigger: packed.slice(bar + 1), type: packed.slice(0, bar) as AwardRow['type'] };
 }
 
-const deepFreeze = <T>(value: T): T => {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
-    for (const v of Object.values(value)) deepFreeze(v);
-    Object.freeze(value);
-  }
-  return value;
-};
 
-// Every text that reaches a store is free of NUL characters (the engine refuses them), so NUL joins keys.
-const joinKey2 = (a: string, b: string) => `${a}\u0000${b}`;
 
 /** Options of {@link createMemoryStore}. */
 export interface MemoryStoreOptions {
@@ -323,9 +316,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 /** One tenant's store (the default tenant's too); `tenant` finds or makes the sibling partitions. */
 function partition(options: MemoryStoreOptions, tenant: (id: string) => MemoryStore): MemoryStore {
   const users = new Map<string, StoredUser>();
-  // user -> (metric NUL key) -> `eventId NUL at`: one short string per record, grouped by user so that an
-  // erasure finds the user's records without scanning everyone's.
-  const idempotency = new Map<string, Map<string, string>>();
+  // user -> metric -> key -> `eventId NUL at`: one short string per record, grouped by user so that an
+  // erasure finds the user's records without scanning everyone's, and by metric so that a look-up builds no
+  // joined key string.
+  const idempotency = new Map<string, Map<string, Map<string, string>>>();
   // Change events, consumer cursors, marks and the due index (issue 15).
   const outbox = new MemoryOutbox();
   // user -> `kind NUL key` -> rows, and the user's log (see UserLedgers). Kinds and keys are the
@@ -426,7 +420,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     return found ? { state: found.state, version: found.version } : null;
   };
   const recordOf = (userId: string, metricKey: string, key: string): IdempotencyRecord | null => {
-    const found = idempotency.get(userId)?.get(joinKey2(metricKey, key));
+    const found = idempotency.get(userId)?.get(metricKey)?.get(key);
     if (found === undefined) return null;
     const nul = found.indexOf('\u0000');
     return { userId, metricKey, key, eventId: found.slice(0, nul), at: found.slice(nul + 1) };
@@ -437,7 +431,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     if (currentVersion !== c.expectedVersion) {
       return new ConflictError(`Version conflict for user ${JSON.stringify(c.userId)}: expected ${c.expectedVersion}, found ${currentVersion}.`);
     }
-    if (c.idempotency && idempotency.get(c.idempotency.userId)?.has(joinKey2(c.idempotency.metricKey, c.idempotency.key))) {
+    if (c.idempotency && idempotency.get(c.idempotency.userId)?.get(c.idempotency.metricKey)?.has(c.idempotency.key)) {
       return new ConflictError(`Idempotency key ${JSON.stringify(c.idempotency.key)} was already used for this user and metric.`);
     }
     return null;
@@ -449,7 +443,9 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     if (c.idempotency) {
       let mine = idempotency.get(c.idempotency.userId);
       if (!mine) idempotency.set(c.idempotency.userId, (mine = new Map()));
-      mine.set(joinKey2(c.idempotency.metricKey, c.idempotency.key), `${c.idempotency.eventId}\u0000${c.idempotency.at}`);
+      let keys = mine.get(c.idempotency.metricKey);
+      if (!keys) mine.set(c.idempotency.metricKey, (keys = new Map()));
+      keys.set(c.idempotency.key, `${c.idempotency.eventId}\u0000${c.idempotency.at}`);
     }
     for (const row of c.ledger) addRow(row);
     for (const name of Object.keys(c.counters)) counters.set(name, (counters.get(name) ?? 0) + (c.counters[name] as number));
