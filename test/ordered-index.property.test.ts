@@ -95,12 +95,14 @@ function runOps(index: OrderedIndex, ops: Op[], checkEvery: number) {
       case 'upsert': {
         const old = model.byUser.get(op.userId);
         if (old) {
-          expect(index.remove(old)).toBe(true);
+          // remove reports the rank the entry had, insert the rank it takes.
+          expect(index.remove(old)).toBe(model.sorted.indexOf(old) + 1);
           model.remove(old);
         }
         const e = { userId: op.userId, value: op.value, reachedAt: op.reachedAt };
-        index.insert(e);
+        const inserted = index.insert(e);
         model.insert(e);
+        expect(inserted).toBe(model.sorted.indexOf(e) + 1);
         expect(index.rank(e)).toBe(model.sorted.indexOf(e) + 1);
         break;
       }
@@ -109,14 +111,15 @@ function runOps(index: OrderedIndex, ops: Op[], checkEvery: number) {
         {
           const e = pick(op.pick);
           // An equal copy removes it too: the index matches by order, not by identity.
-          expect(index.remove(step % 2 ? e : { ...e })).toBe(true);
+          expect(index.remove(step % 2 ? e : { ...e })).toBe(model.sorted.indexOf(e) + 1);
           model.remove(e);
         }
         break;
       case 'removeAbsent': {
         const e = { userId: op.userId, value: op.value, reachedAt: op.reachedAt };
         const present = model.sorted.some((x) => compareEntries(x, e) === 0);
-        expect(index.remove(e)).toBe(present);
+        const at = model.sorted.findIndex((x) => compareEntries(x, e) === 0);
+        expect(index.remove(e)).toBe(present ? at + 1 : 0);
         if (present) model.remove(model.sorted.find((x) => compareEntries(x, e) === 0) as IndexEntry);
         break;
       }
@@ -179,7 +182,8 @@ describe('OrderedIndex (blocked arrays + Fenwick tree) vs a sorted array', () =>
           ];
           const model = runOps(index, ops, 100);
           // Empty it completely, then use it again.
-          for (const e of [...model.sorted].reverse()) expect(index.remove(e)).toBe(true);
+          // From the last place up: each removal reports the last rank.
+          for (let r = model.sorted.length; r >= 1; r--) expect(index.remove(model.sorted[r - 1] as IndexEntry)).toBe(r);
           expect(index.size).toBe(0);
           expect(index.range(0, 10)).toEqual([]);
           expect(index.countAtLeast(-Infinity)).toBe(0);
@@ -204,7 +208,7 @@ describe('OrderedIndex (blocked arrays + Fenwick tree) vs a sorted array', () =>
     for (let i = 0; i < 20_000; i++) {
       const userId = `u${rand(3000)}`;
       const old = model.get(userId);
-      if (old) expect(index.remove(old)).toBe(true);
+      if (old) expect(index.remove(old)).toBeGreaterThan(0);
       if (rand(5) === 0) model.delete(userId);
       else {
         const e = { userId, value: rand(30) - 5, reachedAt: new Date(Date.UTC(2026, 0, 1) + rand(50) * 1000).toISOString() };

@@ -469,22 +469,26 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       const before = b.entries.get(w.userId);
       // Indexes written `unranked` (every user's points total) are read by value ranges only: no ranks.
       const isRanked = w.unranked !== true;
-      const previousRank = before && isRanked ? b.tree.rank(before) : null;
+      // The tree's remove and insert report the ranks they find (one search each, not two).
+      let previousRank: number | null = null;
       if (before) {
-        b.tree.remove(before);
+        const had = b.tree.remove(before);
+        if (isRanked) previousRank = had;
         b.entries.delete(w.userId);
       }
       let after: IndexEntry | undefined;
+      let rank: number | null = null;
       if (!w.remove) {
         after = { userId: w.userId, value: w.value, reachedAt: w.reachedAt };
-        b.tree.insert(after);
+        const now = b.tree.insert(after);
+        if (isRanked) rank = now;
         b.entries.set(w.userId, after);
       }
       const change: RankChange = {
         index: w.index,
         userId: w.userId,
         previousRank,
-        rank: after && isRanked ? b.tree.rank(after) : null,
+        rank,
         previousValue: before ? before.value : null,
         value: after ? after.value : null,
       };

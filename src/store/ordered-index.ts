@@ -325,7 +325,11 @@ export class OrderedIndex {
 
   // ---- updates ----
 
-  insert(entry: IndexEntry): void {
+  /**
+   * Inserts `entry` and returns its 1-based rank (found by the insertion's own search, so a write and the
+   * rank it reports cost one search, not two).
+   */
+  insert(entry: IndexEntry): number {
     const v = entry.value;
     const t = instantOf(entry.reachedAt);
     const id = entry.userId;
@@ -334,6 +338,8 @@ export class OrderedIndex {
     const base = slot * this.cap;
     const n = this.lens[slot] as number;
     const i = this.search(base, n, v, t, id, true);
+    // Blocks before p are not touched by the insertion (a split only cuts block p itself).
+    const rank = this.before(p) + i + 1;
     this.room(base + n + 1);
     let h = this.freeHandles.pop();
     if (h === undefined) {
@@ -354,10 +360,14 @@ export class OrderedIndex {
     }
     if (n + 1 >= this.cap) this.split(p);
     else this.fenAdd(p, 1);
+    return rank;
   }
 
-  /** Removes the entry equal to `entry` (same value, reachedAt and userId). Returns false if absent. */
-  remove(entry: IndexEntry): boolean {
+  /**
+   * Removes the entry equal to `entry` (same value, reachedAt and userId) and returns the 1-based rank it
+   * had; 0 if it was absent.
+   */
+  remove(entry: IndexEntry): number {
     const v = entry.value;
     const t = instantOf(entry.reachedAt);
     const id = entry.userId;
@@ -366,12 +376,13 @@ export class OrderedIndex {
     const base = slot * this.cap;
     const n = this.lens[slot] as number;
     const i = this.search(base, n, v, t, id, false);
-    if (i >= n) return false;
+    if (i >= n) return 0;
     const keys = this.keys;
     const k = (base + i) * S;
     const h = keys[k + 2] as number;
     const found = this.entries[h] as IndexEntry;
-    if (keys[k] !== v || keys[k + 1] !== t || (found !== entry && found.userId !== id)) return false;
+    if (keys[k] !== v || keys[k + 1] !== t || (found !== entry && found.userId !== id)) return 0;
+    const rank = this.before(p) + i + 1;
     this.entries[h] = NONE;
     this.freeHandles.push(h);
     keys.copyWithin(k, k + S, (base + n) * S);
@@ -382,7 +393,7 @@ export class OrderedIndex {
       if (i === 0 && n > 1) this.setFirst(p);
       this.fenAdd(p, -1);
     }
-    return true;
+    return rank;
   }
 
   /** Splits the full block at position `p` into two halves. */
