@@ -19,9 +19,22 @@ interface StoredUser {
   version: number;
 }
 
+/**
+ * One index: its entries in rank order, and per user the entry and the rank history, together, so that a
+ * write finds both with one look-up.
+ */
 interface Board {
   tree: OrderedIndex;
-  entries: Map<string, IndexEntry>;
+  users: Map<string, BoardUser>;
+}
+
+/** A user's place in one index: the current entry (none once removed) and the rank history rows (ranked indexes). */
+interface BoardUser {
+  entry: IndexEntry | undefined;
+  /** One row per date, in date order. */
+  rows: RankHistoryRow[] | undefined;
+  /** The last of `rows`, kept here so that the common write (same or later date) reads no array. */
+  last: RankHistoryRow | undefined;
 }
 
 /**
@@ -403,7 +416,6 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     return (sortedIds = merged);
   };
   const boards = new Map<string, Board>();
-  const history = new Map<string, Map<string, RankHistoryRow[]>>();
   const counters = new Map<string, number>();
   // user -> the indexes a write removed the user's entry from (rare: a board group or attribute changed, a
   // value fell to 0), so that an erasure lists them for an external rank index that remembers removals.
@@ -411,7 +423,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
 
   const board = (index: string): Board => {
     let b = boards.get(index);
-    if (!b) boards.set(index, (b = { tree: new OrderedIndex(), entries: new Map() }));
+    if (!b) boards.set(index, (b = { tree: new OrderedIndex(), users: new Map() }));
     return b;
   };
   const ranked = (b: Board, e: IndexEntry): RankedEntry => ({ userId: e.userId, value: e.value, reachedAt: e.reachedAt, rank: b.tree.rank(e) });
@@ -466,7 +478,8 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
         mine.add(w.index);
       }
       const b = board(w.index);
-      const before = b.entries.get(w.userId);
+      let slot = b.users.get(w.userId);
+      const before = slot?.entry;
       // Indexes written `unranked` (every user's points total) are read by value ranges only: no ranks.
       const isRanked = w.unranked !== true;
       // The tree's remove and insert report the ranks they find (one search each, not two).
@@ -474,7 +487,6 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       if (before) {
         const had = b.tree.remove(before);
         if (isRanked) previousRank = had;
-        b.entries.delete(w.userId);
       }
       let after: IndexEntry | undefined;
       let rank: number | null = null;
@@ -482,7 +494,13 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
         after = { userId: w.userId, value: w.value, reachedAt: w.reachedAt };
         const now = b.tree.insert(after);
         if (isRanked) rank = now;
-        b.entries.set(w.userId, after);
+      }
+      // A ranked index keeps the user's history even without an entry; an unranked one forgets a removed user.
+      if (!slot) {
+        if (after || isRanked) b.users.set(w.userId, (slot = { entry: after, rows: undefined, last: undefined }));
+      } else {
+        slot.entry = after;
+        if (!after && !isRanked && !slot.rows) b.users.delete(w.userId);
       }
       const change: RankChange = {
         index: w.index,
@@ -495,18 +513,23 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       if (w.thresholdRank !== undefined) change.threshold = b.tree.at(w.thresholdRank - 1)?.value ?? 0;
       ranks.push(change);
       if (!isRanked) continue;
-      let byUser = history.get(w.index);
-      if (!byUser) history.set(w.index, (byUser = new Map()));
-      let rows = byUser.get(w.userId);
-      if (!rows) byUser.set(w.userId, (rows = []));
+      const mine = slot as BoardUser;
+      const rows = (mine.rows ??= []);
       // Rows stay in date order, one per date: a write dated before the last row (a clock that went back)
       // updates or slots in at its own date, as the PostgreSQL store's upsert does.
+      // (The common cases first: another write on the last row's date, or a later date.)
+      const last = mine.last;
+      let same: RankHistoryRow | undefined;
       let at = rows.length;
-      while (at > 0 && (rows[at - 1] as RankHistoryRow).date > w.date) at--;
-      const same = rows[at - 1];
+      if (last !== undefined && last.date !== w.date && last.date > w.date) {
+        while (at > 0 && (rows[at - 1] as RankHistoryRow).date > w.date) at--;
+        same = rows[at - 1];
+      } else same = last;
       if (same && same.date === w.date) {
         same.rank = change.rank;
         same.value = change.value;
+      } else if (at === rows.length) {
+        rows.push((mine.last = { date: w.date, previousRank, rank: change.rank, previousValue: change.previousValue, value: change.value }));
       } else {
         rows.splice(at, 0, { date: w.date, previousRank, rank: change.rank, previousValue: change.previousValue, value: change.value });
       }
@@ -528,17 +551,12 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     const indexes = new Set<string>(removedFrom.get(e.userId));
     removedFrom.delete(e.userId);
     for (const [name, b] of boards) {
-      const entry = b.entries.get(e.userId);
-      if (!entry) continue;
-      b.tree.remove(entry);
-      b.entries.delete(e.userId);
+      const slot = b.users.get(e.userId);
+      if (!slot) continue;
+      if (slot.entry) b.tree.remove(slot.entry);
+      b.users.delete(e.userId);
       indexes.add(name);
-      if (b.entries.size === 0) boards.delete(name);
-    }
-    for (const [name, byUser] of history) {
-      if (!byUser.delete(e.userId)) continue;
-      indexes.add(name);
-      if (byUser.size === 0) history.delete(name);
+      if (b.users.size === 0) boards.delete(name);
     }
     ledgers.delete(e.userId);
     idempotency.delete(e.userId);
@@ -654,7 +672,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     },
     async getEntry(index, userId) {
       const b = boards.get(index);
-      const e = b?.entries.get(userId);
+      const e = b?.users.get(userId)?.entry;
       return b && e ? ranked(b, e) : null;
     },
     async readRange(index, offset, limit) {
@@ -671,7 +689,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       return Math.max(0, atLeastMin - atLeastMax);
     },
     async readRankHistory(index, userId, limit) {
-      const rows = history.get(index)?.get(userId) ?? [];
+      const rows = boards.get(index)?.users.get(userId)?.rows ?? [];
       return rows.slice(Math.max(0, rows.length - limit)).reverse().map((r) => ({ ...r }));
     },
     async getCounters(names) {
