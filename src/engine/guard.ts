@@ -10,12 +10,12 @@ import type { Store } from '../store/types.js';
 /** A store whose every method rejects only with Laurel errors. Stores that already do so pass through. */
 export function guardStore(store: Store): Store {
   if (typeof store !== 'object' || store === null) throw new ValidationError('store must be an object implementing Store', [{ path: ['store'], message: 'must implement Store' }]);
-  const call =
-    <A extends unknown[], R>(method: keyof Store, fn: (...args: A) => Promise<R>) =>
-    (...args: A): Promise<R> => {
-      const fail = (error: unknown): never => {
-        throw storageError(`store.${method}`, error);
-      };
+  const call = <A extends unknown[], R>(method: keyof Store, fn: (...args: A) => Promise<R>) => {
+    // Made once per method, not per call (this wraps every store call of the hot path).
+    const fail = (error: unknown): never => {
+      throw storageError(`store.${method}`, error);
+    };
+    return (...args: A): Promise<R> => {
       try {
         // Promise.resolve: a custom store may return a non-promise or a foreign thenable.
         return Promise.resolve(fn(...args)).then(undefined, fail);
@@ -23,6 +23,7 @@ export function guardStore(store: Store): Store {
         return Promise.reject(storageError(`store.${method}`, error));
       }
     };
+  };
   const guarded: Store = {
     loadUser: call('loadUser', (id) => store.loadUser(id)),
     loadUsers: call('loadUsers', (ids) => store.loadUsers(ids)),
