@@ -9,7 +9,7 @@
 import { ConflictError, ValidationError } from '../errors.js';
 import type { AwardRow, IdempotencyRecord, LeaderboardWrite, LedgerKind, LedgerRow } from '../core/types.js';
 import type { BoostRecord } from '../core/boosts.js';
-import { OrderedIndex, type IndexEntry } from './ordered-index.js';
+import { instantMs, OrderedIndex, type IndexEntry } from './ordered-index.js';
 import type { BatchCommitOutcome, Commit, CommitResult, Erasure, ErasureResult, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState, OutboxStore } from './types.js';
 import { MemoryOutbox, settleChanges } from './outbox.js';
 import { frozenJsonCopy } from './json-copy.js';
@@ -73,7 +73,7 @@ class Ledger {
    * returns its position (the length before the call unless it was slotted in before later rows).
    */
   add(row: LedgerRow): number {
-    const ms = Date.parse(row.at);
+    const ms = instantMs(row.at);
     if (this.nums.length < (this.length + 1) * 3) {
       const grown = new Float64Array(this.nums.length * 2);
       grown.set(this.nums);

@@ -32,12 +32,13 @@ const CUM_DAYS = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
 const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 /**
- * Milliseconds since the epoch of an ISO instant. `Date.prototype.toISOString()` output with a four-digit year
- * (`YYYY-MM-DDTHH:mm:ss.sssZ`, which is what Laurel stores) is decoded directly from its characters; any
- * other shape goes through `Date.parse`. For that canonical shape, comparing the numbers is comparing the
- * strings, so the index keeps {@link compareEntries}' order.
+ * Milliseconds since the epoch of an ISO instant (NaN for a text that is not one, as `Date.parse` gives).
+ * `Date.prototype.toISOString()` output with a four-digit year (`YYYY-MM-DDTHH:mm:ss.sssZ`, which is what
+ * Laurel stores) is decoded directly from its characters, several times faster; any other shape goes through
+ * `Date.parse`. For that canonical shape, comparing the numbers is comparing the strings, so the index keeps
+ * {@link compareEntries}' order.
  */
-function instantOf(iso: string): number {
+export function instantMs(iso: string): number {
   if (
     iso.length === 24 &&
     iso.charCodeAt(4) === 45 && // -
@@ -77,7 +78,12 @@ function instantOf(iso: string): number {
       }
     }
   }
-  const ms = Date.parse(iso);
+  return Date.parse(iso);
+}
+
+/** {@link instantMs} of an index entry's `reachedAt`, which must be an instant. */
+function instantOf(iso: string): number {
+  const ms = instantMs(iso);
   if (Number.isNaN(ms)) throw new RangeError(`OrderedIndex: reachedAt is not an ISO instant: ${JSON.stringify(iso)}`);
   return ms;
 }
