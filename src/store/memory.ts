@@ -451,7 +451,12 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
 
   const apply = (c: Commit): CommitResult => {
     const version = c.expectedVersion + 1;
-    users.set(c.userId, { state: c.state, version });
+    // A stored user's record is never handed out (a read builds its own VersionedState): updated in place.
+    const stored = users.get(c.userId);
+    if (stored) {
+      stored.state = c.state;
+      stored.version = version;
+    } else users.set(c.userId, { state: c.state, version });
     if (c.idempotency) {
       let mine = idempotency.get(c.idempotency.userId);
       if (!mine) idempotency.set(c.idempotency.userId, (mine = new Map()));
