@@ -7,7 +7,7 @@ import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
 import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
 import { activeOn, hasUserBoosts, userBoostsIn } from './boosts.js';
-import { copyRecord, createdAtOf, createStep, isoOf, matchesFilter, own, ownPointsMetric, ownPointsTime, ownPointsTotal, record, type Step } from './step.js';
+import { copyRecord, createdAtOf, createStep, instantMs, isoOf, matchesFilter, own, ownPointsMetric, ownPointsTime, ownPointsTotal, record, type Step } from './step.js';
 import type { AdjustmentRow, AttributePair, Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
 
 const HOUR_MS = 3_600_000;
@@ -220,12 +220,15 @@ function timeGrantInstant(step: Step, t: CompiledTrigger, k: number, from: Ancho
   return startOfLocalDate(addDays(from.date, k * interval), step.tz);
 }
 
+/** The id source of a step that books nothing. */
+const noIds = (): string => '';
+
 /**
  * When each time trigger of a system next grants, as of the step's `now` (ISO), or null when it will not
  * by itself: the user lacks its attributes, or the balance sits at the cap (floor, for a negative trigger).
  */
 export function nextGrants(cfg: LaurelConfig, state: UserState, now: Date, system: CompiledPointsSystem): Record<string, string | null> {
-  const step = createStep(cfg, state, now, () => '');
+  const step = createStep(cfg, state, now, noIds);
   const out = record<string | null>();
   const ps = pointsState(step.state, system.key);
   const created = createdAnchor(step);
@@ -359,12 +362,25 @@ function awardRun(step: Step, system: CompiledPointsSystem, trigger: CompiledTri
 
 /** The instant (ms) of grant `j` (0-based) of a run whose first grant fell due at `first`. */
 export function grantInstant(first: string, run: GrantRun, j: number): number {
-  if (run.unit === 'hour') return Date.parse(first) + j * run.every * HOUR_MS;
+  if (run.unit === 'hour') return instantMs(first) + j * run.every * HOUR_MS;
   return startOfLocalDate(addDays(localDateOf(new Date(first), run.tz), j * run.every), run.tz).getTime();
 }
 
 /** How many grants of a run (first due at `first`) fell due strictly before `boundMs`. */
 export function grantsBefore(first: string, run: GrantRun, boundMs: number): number {
+  if (run.unit === 'hour') {
+    // Evenly spaced instants: the count is a quotient (checked against the instants themselves, so that
+    // rounding cannot move it), whatever the length of the run; a binary search over a year of hourly grants
+    // would cost a dozen instants.
+    const firstMs = instantMs(first);
+    if (!(boundMs > firstMs)) return 0;
+    let n = Math.ceil((boundMs - firstMs) / (run.every * HOUR_MS));
+    if (!(n >= 0)) n = 0;
+    if (n > run.count) n = run.count;
+    while (n > 0 && !(firstMs + (n - 1) * run.every * HOUR_MS < boundMs)) n--;
+    while (n < run.count && firstMs + n * run.every * HOUR_MS < boundMs) n++;
+    return n;
+  }
   let lo = 0;
   let hi = run.count;
   while (lo < hi) {
