@@ -7,7 +7,7 @@ import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
 import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
 import { activeOn, hasUserBoosts, userBoostsIn } from './boosts.js';
-import { copyRecord, createdAtOf, createStep, instantMs, isoOf, matchesFilter, own, ownPointsMetric, ownPointsTime, ownPointsTotal, record, type Step } from './step.js';
+import { copyRecord, createdAtOf, instantMs, isoOf, matchesFilter, own, ownPointsMetric, ownPointsTime, ownPointsTotal, record, userZone, type Step } from './step.js';
 import type { AdjustmentRow, AttributePair, Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
 
 const HOUR_MS = 3_600_000;
@@ -192,18 +192,24 @@ interface Anchor {
   date: string;
 }
 
-function anchorOf(step: Step, ps: PointsState, t: CompiledTrigger, created: Anchor): Anchor {
+/**
+ * What the schedule of time grants reads of a call: the state, `now`, the user's zone and local date, and the
+ * creation instant once parsed (a Step has all of them; `nextGrants` builds just these).
+ */
+type GrantClock = Pick<Step, 'state' | 'now' | 'tz' | 'today' | 'createdAt'>;
+
+function anchorOf(step: GrantClock, ps: PointsState, t: CompiledTrigger, created: Anchor): Anchor {
   const spent = t.type === 'time' && t.anchor === 'lastSpend' ? own(ps.anchors, t.id) : undefined;
   if (spent === undefined) return created;
   const ms = Date.parse(spent);
   return { ms, date: localDateOf(ms, step.tz) };
 }
 
-function createdAnchor(step: Step): Anchor {
+function createdAnchor(step: GrantClock): Anchor {
   return createdAtOf(step);
 }
 
-function timeGrantsDue(step: Step, t: CompiledTrigger, from: Anchor): number {
+function timeGrantsDue(step: GrantClock, t: CompiledTrigger, from: Anchor): number {
   if (t.type !== 'time') return 0;
   if (t.timeUnit === 'hour') return Math.max(0, Math.floor((step.now.getTime() - from.ms) / (t.timeInterval * HOUR_MS)));
   return Math.max(0, Math.floor(daysBetween(from.date, step.today) / t.timeInterval));
@@ -214,29 +220,60 @@ export function timeGrantsDueNow(step: Step, t: CompiledTrigger): number {
   return timeGrantsDue(step, t, anchorOf(step, pointsState(step.state, t.systemKey), t, createdAnchor(step)));
 }
 
-function timeGrantInstant(step: Step, t: CompiledTrigger, k: number, from: Anchor): Date {
+function timeGrantInstant(step: GrantClock, t: CompiledTrigger, k: number, from: Anchor): Date {
   if (t.type === 'time' && t.timeUnit === 'hour') return new Date(from.ms + k * t.timeInterval * HOUR_MS);
   const interval = t.type === 'time' ? t.timeInterval : 1;
   return startOfLocalDate(addDays(from.date, k * interval), step.tz);
 }
 
-/** The id source of a step that books nothing. */
-const noIds = (): string => '';
+/** The clock of a read at `now` (no Step: nothing is booked). */
+function grantClock(cfg: LaurelConfig, state: UserState, now: Date): GrantClock {
+  const tz = userZone(cfg, state);
+  return { state, now, tz, today: localDateOf(now, tz), createdAt: null };
+}
+
+/** When time trigger `t` next grants (ms), or null when it will not by itself (see {@link nextGrants}). */
+function nextGrantMs(clock: GrantClock, system: CompiledPointsSystem, ps: PointsState, t: CompiledTrigger, created: Anchor): number | null {
+  const blocked = !matchesFilter(t.userAttributes, clock.state.user.attributes) || (t.points > 0 ? ps.total >= ceilingOf(system) : ps.total <= floorOf(system));
+  return blocked ? null : timeGrantInstant(clock, t, (own(ps.time, t.id) ?? 0) + 1, anchorOf(clock, ps, t, created)).getTime();
+}
 
 /**
  * When each time trigger of a system next grants, as of the step's `now` (ISO), or null when it will not
  * by itself: the user lacks its attributes, or the balance sits at the cap (floor, for a negative trigger).
  */
 export function nextGrants(cfg: LaurelConfig, state: UserState, now: Date, system: CompiledPointsSystem): Record<string, string | null> {
-  const step = createStep(cfg, state, now, noIds);
+  const clock = grantClock(cfg, state, now);
   const out = record<string | null>();
-  const ps = pointsState(step.state, system.key);
-  const created = createdAnchor(step);
+  const ps = pointsState(state, system.key);
+  const created = createdAnchor(clock);
   for (const t of system.timeTriggers) {
-    const blocked = !matchesFilter(t.userAttributes, step.state.user.attributes) || (t.points > 0 ? ps.total >= ceilingOf(system) : ps.total <= floorOf(system));
-    out[t.key] = blocked ? null : timeGrantInstant(step, t, (own(ps.time, t.id) ?? 0) + 1, anchorOf(step, ps, t, created)).toISOString();
+    const ms = nextGrantMs(clock, system, ps, t, created);
+    out[t.key] = ms === null ? null : new Date(ms).toISOString();
   }
   return out;
+}
+
+/**
+ * Adds to `into` the instant (ms) each time trigger of every system next grants (see {@link nextGrants}),
+ * leaving out those that will not by themselves: what a user's next due instant is made of, without ISO
+ * strings formatted and parsed back. Throws as `nextGrants` does for an instant no Date can hold.
+ */
+export function pushNextGrantInstants(cfg: LaurelConfig, state: UserState, now: Date, into: number[]): void {
+  let clock: GrantClock | null = null;
+  for (const system of cfg.pointsSystems) {
+    if (system.timeTriggers.length === 0) continue;
+    clock ??= grantClock(cfg, state, now);
+    const ps = pointsState(state, system.key);
+    const created = createdAnchor(clock);
+    for (const t of system.timeTriggers) {
+      const ms = nextGrantMs(clock, system, ps, t, created);
+      if (ms === null) continue;
+      // What formatting it would have thrown for (an instant beyond the Date range).
+      if (!Number.isFinite(ms)) new Date(ms).toISOString();
+      into.push(ms);
+    }
+  }
 }
 
 /**

@@ -54,7 +54,7 @@ export interface CreatedAt {
 }
 
 /** The user's creation instant and its local date in the call's zone, computed once per call (per zone). */
-export function createdAtOf(step: Step): CreatedAt {
+export function createdAtOf(step: Pick<Step, 'state' | 'tz' | 'createdAt'>): CreatedAt {
   let at = step.createdAt;
   if (at === null) {
     const ms = instantMs(step.state.user.created);
