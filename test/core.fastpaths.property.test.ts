@@ -17,6 +17,8 @@ const anyInstant = fc.oneof(
   fc.integer({ min: -62_167_219_200_000 - 2 * 86_400_000, max: -62_167_219_200_000 + 2 * 86_400_000 }),
   fc.integer({ min: 253_402_300_799_999 - 2 * 86_400_000, max: 253_402_300_799_999 + 2 * 86_400_000 }),
   fc.integer({ min: Date.parse('2020-01-01T00:00:00Z'), max: Date.parse('2030-01-01T00:00:00Z') }),
+  // Fractions, which a Date truncates toward zero.
+  fc.double({ min: -1e12, max: 1e12, noNaN: true }),
 );
 
 /** The definition `grantsBefore` answers: how many of the run's grants fall due strictly before `bound`. */

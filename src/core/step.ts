@@ -75,14 +75,15 @@ let isoNext = 0;
  */
 export function isoOf(ms: number): string {
   for (let i = 0; i < ISO_SLOTS; i++) if (isoMs[i] === ms) return isoText[i] as string;
-  const iso = ms >= FIRST_FAST_MS && ms <= LAST_FAST_MS ? fastIso(ms) : new Date(ms).toISOString();
+  const iso = Number.isInteger(ms) && ms >= FIRST_FAST_MS && ms <= LAST_FAST_MS ? fastIso(ms) : new Date(ms).toISOString();
   isoMs[isoNext] = ms;
   isoText[isoNext] = iso;
   isoNext = (isoNext + 1) % ISO_SLOTS;
   return iso;
 }
 
-// Years 0000 to 9999 (toISOString's four-digit form): the date part is formatted once per UTC day and the time
+// Whole milliseconds of years 0000 to 9999 (toISOString's four-digit form; a Date truncates fractions toward
+// zero, which the arithmetic below would not for negative ones): the date part is formatted once per UTC day and the time
 // of day from tables, several times cheaper than `toISOString` (and the Date it needs).
 const FIRST_FAST_MS = -62_167_219_200_000;
 const LAST_FAST_MS = 253_402_300_799_999;
