@@ -79,7 +79,11 @@ export function listedFor(a: CompiledAchievement, state: UserState | null): bool
 
 /** Updates filtered progress for the event's metric and unlocks what it reaches. */
 export function recordAchievementProgress(step: Step, metricKey: string, value: number, attributes: Record<string, string> | undefined): void {
-  for (const a of step.cfg.index.achievementsByMetric.get(metricKey) ?? []) {
+  const list = step.cfg.index.achievementsByMetric.get(metricKey);
+  if (list === undefined) return;
+  // The metric's total, read once: nothing in the loop writes it.
+  const total = own(step.state.metrics, metricKey) ?? 0;
+  for (const a of list) {
     if (a.trigger !== 'metric') continue;
     let progress: number;
     if (a.eventAttributes) {
@@ -89,7 +93,7 @@ export function recordAchievementProgress(step: Step, metricKey: string, value: 
         ownRecord(step, 'achievementProgress')[a.key] = progress;
       }
     } else {
-      progress = own(step.state.metrics, metricKey) ?? 0;
+      progress = total;
     }
     if (progress >= a.metricValue && available(step, a)) unlock(step, a);
   }

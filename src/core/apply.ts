@@ -41,13 +41,16 @@ import type {
 import { mergeUser, newUserState, validateEvent, validateUserInput } from './users.js';
 
 /** Validates an instant: a valid Date whose local date in every zone lies in the supported date range. */
-export function checkInstant(value: unknown, path: (string | number)[]): asserts value is Date {
+export function checkInstant(value: unknown, path: readonly (string | number)[]): asserts value is Date {
   const ms = value instanceof Date ? value.getTime() : NaN;
-  if (Number.isNaN(ms)) throw new ValidationError(`${path.join('.')} must be a valid Date (got ${String(value)})`, [{ path, message: 'must be a valid Date' }]);
+  // Errors carry a copy of `path` (callers may pass a shared constant).
+  if (Number.isNaN(ms)) throw new ValidationError(`${path.join('.')} must be a valid Date (got ${String(value)})`, [{ path: [...path], message: 'must be a valid Date' }]);
   if (!isSupportedInstant(ms)) {
-    throw new ValidationError(`${path.join('.')} must be between ${new Date(MIN_INSTANT_MS).toISOString()} and ${new Date(MAX_INSTANT_MS).toISOString()} (got ${(value as Date).toISOString()})`, [{ path, message: 'out of the supported range' }]);
+    throw new ValidationError(`${path.join('.')} must be between ${new Date(MIN_INSTANT_MS).toISOString()} and ${new Date(MAX_INSTANT_MS).toISOString()} (got ${(value as Date).toISOString()})`, [{ path: [...path], message: 'out of the supported range' }]);
   }
 }
+
+const CONTEXT_NOW_PATH = ['context', 'now'];
 
 /** Checks that `cfg` is a configuration compiled by `defineConfig`; throws ValidationError otherwise. */
 export function checkConfig(cfg: LaurelConfig): void {
@@ -63,13 +66,18 @@ export function checkConfig(cfg: LaurelConfig): void {
 export function checkCall(cfg: LaurelConfig, ctx: CoreContext): void {
   checkConfig(cfg);
   if (typeof ctx !== 'object' || ctx === null) throw new ValidationError('context must be an object { now, newId }', [{ path: ['context'], message: 'must be an object' }]);
-  checkInstant(ctx.now, ['context', 'now']);
+  checkInstant(ctx.now, CONTEXT_NOW_PATH);
   if (typeof ctx.newId !== 'function') throw new ValidationError('context.newId must be a function returning ids', [{ path: ['context', 'newId'], message: 'must be a function' }]);
 }
 
 /** Starts a call: adopts or creates the user's state, applies the upsert, and brings lazy parts up to now. */
 export function begin(cfg: LaurelConfig, priorInput: UserState | null | undefined, user: UserInput | null, ctx: CoreContext): Step {
   checkCall(cfg, ctx);
+  return beginChecked(cfg, priorInput, user, ctx);
+}
+
+/** `begin` for a call whose configuration and context were checked (`checkCall`). */
+function beginChecked(cfg: LaurelConfig, priorInput: UserState | null | undefined, user: UserInput | null, ctx: CoreContext): Step {
   // A prior state read from a Map or a store that has no entry is `undefined`: a new user, like null.
   const prior = priorInput ?? null;
   if (prior && user && prior.user?.id !== user.id) throw new ValidationError(`state belongs to user ${JSON.stringify(prior.user?.id)}, not ${JSON.stringify(user.id)}`);
@@ -121,12 +129,18 @@ export function finish(step: Step, metricKey: string | null, value: number, attr
 export function applyEvent(cfg: LaurelConfig, prior: UserState | null | undefined, event: EventInput, ctx: CoreContext): ApplyResult {
   checkCall(cfg, ctx);
   validateEvent(cfg, event);
-  return applyValidatedEvent(cfg, prior, event, ctx);
+  return applyCheckedEvent(cfg, prior, event, ctx);
 }
 
 /** `applyEvent` for an event the caller has already validated with `validateEvent` (the engine does, once). */
 export function applyValidatedEvent(cfg: LaurelConfig, prior: UserState | null | undefined, event: EventInput, ctx: CoreContext): ApplyResult {
-  const step = begin(cfg, prior, event.user, ctx);
+  checkCall(cfg, ctx);
+  return applyCheckedEvent(cfg, prior, event, ctx);
+}
+
+/** Applies a validated event under a checked configuration and context (checked once per call, not twice). */
+function applyCheckedEvent(cfg: LaurelConfig, prior: UserState | null | undefined, event: EventInput, ctx: CoreContext): ApplyResult {
+  const step = beginChecked(cfg, prior, event.user, ctx);
   const metric = cfg.index.metrics.get(event.metricKey);
   const eventId = ctx.newId();
   const total = addExact(own(step.state.metrics, event.metricKey) ?? 0, event.value);

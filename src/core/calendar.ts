@@ -425,14 +425,41 @@ function formatDate(y: number, m: number, d: number): LocalDate {
   return `${ys}-${m < 10 ? '0' : ''}${m}-${d < 10 ? '0' : ''}${d}`;
 }
 
+// Calls do date arithmetic on the same few dates over and over (today, the streak's periods, board runs), so
+// both directions of the day-number conversion are remembered: date -> number in a bounded map, number ->
+// date in a direct-mapped table (a slot per `n mod DATE_SLOTS`, replaced when another number lands on it).
+const MAX_DAY_NUMBERS = 20_000;
+const dayNumbers = new Map<string, number>();
+const DATE_SLOTS = 4096;
+const slotDay = new Float64Array(DATE_SLOTS).fill(NaN);
+const slotDate: string[] = new Array<string>(DATE_SLOTS).fill('');
+
 /** Days since 1970-01-01 of a civil date (exact for every year; NaN for a malformed date). */
 export function dayNumber(date: LocalDate): number {
-  return daysFromCivil(yearOf(date), monthOf(date), dayOf(date));
+  let n = dayNumbers.get(date);
+  if (n === undefined) {
+    n = daysFromCivil(yearOf(date), monthOf(date), dayOf(date));
+    if (dayNumbers.size >= MAX_DAY_NUMBERS) dayNumbers.clear();
+    dayNumbers.set(date, n);
+  }
+  return n;
 }
 
 /** The civil date of a day number (H. Hinnant's civil_from_days; exact for every integer; RangeError if not finite). */
 export function dateOfDayNumber(n: number): LocalDate {
   if (!Number.isFinite(n)) throw new RangeError(`Invalid day number: ${n}`);
+  const slot = n & (DATE_SLOTS - 1);
+  if (slotDay[slot] === n) return slotDate[slot] as LocalDate;
+  const date = civilFromDays(n);
+  // Only whole numbers are remembered (a fraction shares its slot with the whole day but formats as its floor).
+  if (Number.isInteger(n)) {
+    slotDay[slot] = n;
+    slotDate[slot] = date;
+  }
+  return date;
+}
+
+function civilFromDays(n: number): LocalDate {
   const z = Math.floor(n) + 719_468;
   const era = Math.floor(z / 146_097);
   const doe = z - era * 146_097; // [0, 146096]

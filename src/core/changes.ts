@@ -15,7 +15,7 @@ import { userAchievementView } from './achievements.js';
 import { addDays, localDateOf, nextPeriodStart, periodEndOf, periodStartOf, previousPeriodStart, startOfLocalDate, type LocalDate } from './calendar.js';
 import { boardIndexOf, leaderboardView, runContaining, runStatus, type Run } from './leaderboards.js';
 import { operationStreak, preferencesView } from './operations.js';
-import { awardOfRow, grantInstant, isAdjustment, levelFor, nextGrants, systemView } from './points.js';
+import { awardOfRow, grantInstant, isAdjustment, levelFor, pushNextGrantInstants, systemView } from './points.js';
 import { isoOf, own, userZone, withNotices } from './step.js';
 import { streakView } from './streaks.js';
 import type { Award, AwardRow, LeaderboardView, PointsTriggerView, ChangeEvent, ChangeType, CoreContext, Effects, LedgerRow, Notices, NotificationType, OperationRowData, StreakPeriodRow, UserBoost, UserRecord, UserState } from './types.js';
@@ -427,12 +427,7 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     candidates.push(dayStart(addDays(createdDate(after.user, tz), (as.freezeGrants + 1) * auto.everyDays), tz));
   }
   // Time grants.
-  if (cfg.index.hasTimeTriggers) {
-    for (const system of cfg.pointsSystems) {
-      if (system.timeTriggers.length === 0) continue;
-      for (const iso of Object.values(nextGrants(cfg, after, ctx.now, system))) if (iso !== null) candidates.push(Date.parse(iso));
-    }
-  }
+  if (cfg.index.hasTimeTriggers) pushNextGrantInstants(cfg, after, ctx.now, candidates);
   // Boosts starting or ending.
   for (const b of after.boosts ?? []) {
     const start = dayStart(b.start, tz);

@@ -3,7 +3,7 @@
  * the current run, and the absolute entry writes a store applies. Ranks are cross-user, so they come from
  * the store's ordered index after the commit, never from here.
  */
-import type { CompiledLeaderboard } from '../config/define.js';
+import type { CompiledLeaderboard, LaurelConfig } from '../config/define.js';
 import { addDays, addMonths, daysBetween, localDateOf, localTimeOfDay, startOfLocalDate, type LocalDate } from './calendar.js';
 import { grantInstant, grantsBefore } from './points.js';
 import { addExact, MAX_EXACT } from './decimal.js';
@@ -235,21 +235,84 @@ function currentRun(board: CompiledLeaderboard, date: LocalDate): Run | null {
   return run;
 }
 
+/** A configuration's boards by what feeds them (`index.leaderboardsBySource` split by kind, keyed by the plain key). */
+interface BoardSources {
+  readonly metric: ReadonlyMap<string, readonly CompiledLeaderboard[]>;
+  readonly points: ReadonlyMap<string, readonly CompiledLeaderboard[]>;
+  readonly streak: readonly CompiledLeaderboard[] | undefined;
+}
+
+const boardSources = new WeakMap<LaurelConfig['index'], BoardSources>();
+let lastSources: { index: LaurelConfig['index'] | null; sources: BoardSources | null } = { index: null, sources: null };
+
+/** The boards by source of a configuration, split once per configuration: no key is built per call. */
+function sourcesOf(cfg: LaurelConfig): BoardSources {
+  const index = cfg.index;
+  if (lastSources.index === index) return lastSources.sources as BoardSources;
+  let sources = boardSources.get(index);
+  if (!sources) {
+    const metric = new Map<string, readonly CompiledLeaderboard[]>();
+    const points = new Map<string, readonly CompiledLeaderboard[]>();
+    let streak: readonly CompiledLeaderboard[] | undefined;
+    for (const [source, list] of index.leaderboardsBySource) {
+      if (source.startsWith('metric:')) metric.set(source.slice('metric:'.length), list);
+      else if (source.startsWith('points:')) points.set(source.slice('points:'.length), list);
+      else if (source === 'streak') streak = list;
+    }
+    sources = { metric, points, streak };
+    boardSources.set(index, sources);
+  }
+  lastSources = { index, sources };
+  return sources;
+}
+
+const NO_BOARDS: readonly CompiledLeaderboard[] = Object.freeze([]);
+
 /** The boards an event or call feeds, in configuration order: only those whose source changed. */
 function touchedBoards(step: Step, metricKey: string | null, streakChanged: boolean): readonly CompiledLeaderboard[] {
-  const bySource = step.cfg.index.leaderboardsBySource;
-  if (bySource.size === 0) return [];
-  const lists: (readonly CompiledLeaderboard[])[] = [];
-  const add = (source: string) => {
-    const list = bySource.get(source);
-    if (list) lists.push(list);
-  };
-  if (metricKey !== null) add(`metric:${metricKey}`);
-  for (const [system, awards] of step.awards) if (awards.length > 0) add(`points:${system}`);
-  if (streakChanged) add('streak');
-  if (lists.length <= 1) return lists[0] ?? [];
-  const touched = new Set(lists.flat());
-  return step.cfg.leaderboards.filter((b) => touched.has(b));
+  if (step.cfg.index.leaderboardsBySource.size === 0) return NO_BOARDS;
+  const sources = sourcesOf(step.cfg);
+  // The usual case is one list (or none): it is returned as it is; only several are merged.
+  let one: readonly CompiledLeaderboard[] | undefined;
+  let lists: (readonly CompiledLeaderboard[])[] | null = null;
+  const metric = metricKey !== null ? sources.metric.get(metricKey) : undefined;
+  if (metric) one = metric;
+  for (const [system, awards] of step.awards) {
+    if (awards.length === 0) continue;
+    const list = sources.points.get(system);
+    if (!list) continue;
+    if (one === undefined) one = list;
+    else (lists ??= [one]).push(list);
+  }
+  if (streakChanged && sources.streak) {
+    if (one === undefined) one = sources.streak;
+    else (lists ??= [one]).push(sources.streak);
+  }
+  if (lists === null) return one ?? NO_BOARDS;
+  const out: CompiledLeaderboard[] = [];
+  for (const b of step.cfg.leaderboards) {
+    for (const list of lists) {
+      if (list.includes(b)) {
+        out.push(b);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Per board, a private copy of its view with the response entry's other keys: each entry spreads it (a
+// spread of the shared, frozen view would take V8's slow path) and sets its values. Never handed out.
+const entryTemplates = new WeakMap<CompiledLeaderboard, EventLeaderboard>();
+
+function entryTemplate(board: CompiledLeaderboard): EventLeaderboard {
+  let template = entryTemplates.get(board);
+  if (!template) {
+    // Keys in the order of `{ ...leaderboardView(board) }` then `rank, previousRank, threshold, value, userAttributes`.
+    template = { ...leaderboardView(board), rank: null, previousRank: null, threshold: 0, value: 0, userAttributes: {} } as EventLeaderboard;
+    entryTemplates.set(board, template);
+  }
+  return template;
 }
 
 /**
@@ -305,7 +368,7 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     if (value > 0) step.effects.leaderboard.push({ index, userId, value, reachedAt, date, thresholdRank });
     else step.effects.leaderboard.push({ index, userId, remove: true, date, thresholdRank });
     ownRecord(step, 'leaderboards')[board.key] = nextBoardState(board, prior, { run: run.start, group, value, reachedAt });
-    const entry = { ...leaderboardView(board) } as EventLeaderboard;
+    const entry = { ...entryTemplate(board) };
     entry.start = run.start;
     entry.end = run.end;
     entry.rank = null;

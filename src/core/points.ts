@@ -7,7 +7,7 @@ import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
 import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
 import { activeOn, hasUserBoosts, userBoostsIn } from './boosts.js';
-import { copyRecord, createStep, matchesFilter, own, ownPoints, record, type Step } from './step.js';
+import { copyRecord, createdAtOf, instantMs, isoOf, matchesFilter, own, ownPointsMetric, ownPointsTime, ownPointsTotal, record, userZone, type Step } from './step.js';
 import type { AdjustmentRow, AttributePair, Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
 
 const HOUR_MS = 3_600_000;
@@ -99,7 +99,10 @@ function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date
  */
 export function award(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, raw: number, at: Date, block = false, backdated = false, attributes: Readonly<Record<string, string>> = step.state.user.attributes): void {
   const ps = pointsState(step.state, system.key);
-  const { amount, boosts } = boosted(step, system, raw, at, attributes);
+  // The usual award has no boost to apply: no intermediate object then.
+  let amount = raw;
+  let boosts: readonly BoostView[] = NO_BOOSTS;
+  if (raw > 0 && (system.boosts.length > 0 || hasUserBoosts(step.state, system.key))) ({ amount, boosts } = boosted(step, system, raw, at, attributes));
   if (block && amount < 0 && ps.total + amount < 0) throw new InsufficientPointsError(system.key, ps.total, Math.min(-amount, MAX_EXACT));
   let next = ps.total + amount;
   const upper = ceilingOf(system);
@@ -108,25 +111,30 @@ export function award(step: Step, system: CompiledPointsSystem, trigger: Compile
   if (next < lower) next = Math.min(ps.total, lower);
   const awarded = next - ps.total;
   if (awarded === 0) return;
-  book(step, system, triggerView(trigger), awarded, at, boosts.length > 0 ? { boosts: boosts as BoostView[] } : {}, backdated);
+  book(step, system, triggerView(trigger), awarded, at, boosts.length > 0 ? (boosts as BoostView[]) : undefined, undefined, backdated);
 }
 
 /**
  * Books an award of `awarded` points made at `at`: the system's new total, the award for the response and
- * its ledger row (the trigger by id; `extra` adds boosts or a run of grants to both). A `backdated` award
+ * its ledger row (the trigger by id; `boosts` or a run of `grants`, when given, go to both). A `backdated` award
  * (one a configuration change found owed since `at`) is dated `at` but booked now: its row's `at` is now and
  * its `dated` is `at`, so charts count it when it was booked.
  */
-function book(step: Step, system: CompiledPointsSystem, trigger: PointsTriggerView, awarded: number, at: Date, extra: { boosts?: BoostView[]; grants?: GrantRun }, backdated = false): void {
-  const ps = ownPoints(step, system.key);
+function book(step: Step, system: CompiledPointsSystem, trigger: PointsTriggerView, awarded: number, at: Date, boosts: BoostView[] | undefined, grants: GrantRun | undefined, backdated = false): void {
+  const ps = ownPointsTotal(step, system.key);
   ps.total += awarded;
-  const date = at === step.now ? step.nowIso : at.toISOString();
-  const made: Award = { id: step.newId(), awarded, date, total: ps.total, trigger, ...extra };
-  const row: AwardRow = backdated ? { trigger: trigger.id, type: trigger.type, ...extra, dated: date } : { trigger: trigger.id, type: trigger.type, ...extra };
+  const date = at === step.now ? step.nowIso : isoOf(at.getTime());
+  // Keys in the order the award and its row have always had (`boosts` or `grants` after the trigger).
+  const made: Award = { id: step.newId(), awarded, date, total: ps.total, trigger };
+  const row: AwardRow = { trigger: trigger.id, type: trigger.type };
+  if (boosts !== undefined) made.boosts = row.boosts = boosts;
+  if (grants !== undefined) made.grants = row.grants = grants;
+  if (backdated) row.dated = date;
   if (trigger.reason !== undefined) row.reason = trigger.reason;
   // A spend restarts the schedule of the system's `anchor: 'lastSpend'` time triggers (grants already due were
   // materialised at the start of the call, before anything was spent).
   if (awarded < 0 && trigger.type !== 'time' && system.spendAnchored) {
+    ownPointsTime(step, system.key);
     const anchors = ps.anchors ? copyRecord(ps.anchors) : record<string>();
     for (const t of system.timeTriggers) {
       if (t.type !== 'time' || t.anchor !== 'lastSpend') continue;
@@ -158,7 +166,7 @@ export function adjust(step: Step, system: CompiledPointsSystem, amount: number,
   if (awarded === 0) return 0;
   const view: PointsTriggerView = { id: ADJUSTMENT_TRIGGER_ID, type: 'adjustment', points: amount };
   if (reason !== null) view.reason = reason;
-  book(step, system, view, awarded, step.now, {});
+  book(step, system, view, awarded, step.now, undefined, undefined);
   return awarded;
 }
 
@@ -184,19 +192,24 @@ interface Anchor {
   date: string;
 }
 
-function anchorOf(step: Step, ps: PointsState, t: CompiledTrigger, created: Anchor): Anchor {
+/**
+ * What the schedule of time grants reads of a call: the state, `now`, the user's zone and local date, and the
+ * creation instant once parsed (a Step has all of them; `nextGrants` builds just these).
+ */
+type GrantClock = Pick<Step, 'state' | 'now' | 'tz' | 'today' | 'createdAt'>;
+
+function anchorOf(step: GrantClock, ps: PointsState, t: CompiledTrigger, created: Anchor): Anchor {
   const spent = t.type === 'time' && t.anchor === 'lastSpend' ? own(ps.anchors, t.id) : undefined;
   if (spent === undefined) return created;
   const ms = Date.parse(spent);
   return { ms, date: localDateOf(ms, step.tz) };
 }
 
-function createdAnchor(step: Step): Anchor {
-  const ms = Date.parse(step.state.user.created);
-  return { ms, date: localDateOf(ms, step.tz) };
+function createdAnchor(step: GrantClock): Anchor {
+  return createdAtOf(step);
 }
 
-function timeGrantsDue(step: Step, t: CompiledTrigger, from: Anchor): number {
+function timeGrantsDue(step: GrantClock, t: CompiledTrigger, from: Anchor): number {
   if (t.type !== 'time') return 0;
   if (t.timeUnit === 'hour') return Math.max(0, Math.floor((step.now.getTime() - from.ms) / (t.timeInterval * HOUR_MS)));
   return Math.max(0, Math.floor(daysBetween(from.date, step.today) / t.timeInterval));
@@ -207,10 +220,22 @@ export function timeGrantsDueNow(step: Step, t: CompiledTrigger): number {
   return timeGrantsDue(step, t, anchorOf(step, pointsState(step.state, t.systemKey), t, createdAnchor(step)));
 }
 
-function timeGrantInstant(step: Step, t: CompiledTrigger, k: number, from: Anchor): Date {
+function timeGrantInstant(step: GrantClock, t: CompiledTrigger, k: number, from: Anchor): Date {
   if (t.type === 'time' && t.timeUnit === 'hour') return new Date(from.ms + k * t.timeInterval * HOUR_MS);
   const interval = t.type === 'time' ? t.timeInterval : 1;
   return startOfLocalDate(addDays(from.date, k * interval), step.tz);
+}
+
+/** The clock of a read at `now` (no Step: nothing is booked). */
+function grantClock(cfg: LaurelConfig, state: UserState, now: Date): GrantClock {
+  const tz = userZone(cfg, state);
+  return { state, now, tz, today: localDateOf(now, tz), createdAt: null };
+}
+
+/** When time trigger `t` next grants (ms), or null when it will not by itself (see {@link nextGrants}). */
+function nextGrantMs(clock: GrantClock, system: CompiledPointsSystem, ps: PointsState, t: CompiledTrigger, created: Anchor): number | null {
+  const blocked = !matchesFilter(t.userAttributes, clock.state.user.attributes) || (t.points > 0 ? ps.total >= ceilingOf(system) : ps.total <= floorOf(system));
+  return blocked ? null : timeGrantInstant(clock, t, (own(ps.time, t.id) ?? 0) + 1, anchorOf(clock, ps, t, created)).getTime();
 }
 
 /**
@@ -218,15 +243,37 @@ function timeGrantInstant(step: Step, t: CompiledTrigger, k: number, from: Ancho
  * by itself: the user lacks its attributes, or the balance sits at the cap (floor, for a negative trigger).
  */
 export function nextGrants(cfg: LaurelConfig, state: UserState, now: Date, system: CompiledPointsSystem): Record<string, string | null> {
-  const step = createStep(cfg, state, now, () => '');
+  const clock = grantClock(cfg, state, now);
   const out = record<string | null>();
-  const ps = pointsState(step.state, system.key);
-  const created = createdAnchor(step);
+  const ps = pointsState(state, system.key);
+  const created = createdAnchor(clock);
   for (const t of system.timeTriggers) {
-    const blocked = !matchesFilter(t.userAttributes, step.state.user.attributes) || (t.points > 0 ? ps.total >= ceilingOf(system) : ps.total <= floorOf(system));
-    out[t.key] = blocked ? null : timeGrantInstant(step, t, (own(ps.time, t.id) ?? 0) + 1, anchorOf(step, ps, t, created)).toISOString();
+    const ms = nextGrantMs(clock, system, ps, t, created);
+    out[t.key] = ms === null ? null : new Date(ms).toISOString();
   }
   return out;
+}
+
+/**
+ * Adds to `into` the instant (ms) each time trigger of every system next grants (see {@link nextGrants}),
+ * leaving out those that will not by themselves: what a user's next due instant is made of, without ISO
+ * strings formatted and parsed back. Throws as `nextGrants` does for an instant no Date can hold.
+ */
+export function pushNextGrantInstants(cfg: LaurelConfig, state: UserState, now: Date, into: number[]): void {
+  let clock: GrantClock | null = null;
+  for (const system of cfg.pointsSystems) {
+    if (system.timeTriggers.length === 0) continue;
+    clock ??= grantClock(cfg, state, now);
+    const ps = pointsState(state, system.key);
+    const created = createdAnchor(clock);
+    for (const t of system.timeTriggers) {
+      const ms = nextGrantMs(clock, system, ps, t, created);
+      if (ms === null) continue;
+      // What formatting it would have thrown for (an instant beyond the Date range).
+      if (!Number.isFinite(ms)) new Date(ms).toISOString();
+      into.push(ms);
+    }
+  }
 }
 
 /**
@@ -246,32 +293,51 @@ export function accrueTimeGrants(step: Step): void {
   for (const system of step.cfg.pointsSystems) {
     if (system.timeTriggers.length === 0) continue;
     let ps = pointsState(step.state, system.key);
-    const pending = system.timeTriggers.map((t) => {
+    // Most calls find nothing due: that is told without building the pending list.
+    let anyDue = false;
+    for (const t of system.timeTriggers) {
+      if ((own(ps.time, t.id) ?? 0) + 1 <= timeGrantsDue(step, t, anchorOf(step, ps, t, created))) {
+        anyDue = true;
+        break;
+      }
+    }
+    if (!anyDue) continue;
+    const pending: PendingGrants[] = [];
+    for (const t of system.timeTriggers) {
       const anchor = anchorOf(step, ps, t, created);
-      return { t, anchor, next: (own(ps.time, t.id) ?? 0) + 1, due: timeGrantsDue(step, t, anchor) };
-    });
-    if (pending.every((p) => p.next > p.due)) continue;
-    ps = ownPoints(step, system.key);
+      pending.push({ t, anchor, next: (own(ps.time, t.id) ?? 0) + 1, due: timeGrantsDue(step, t, anchor) });
+    }
+    ps = ownPointsTime(step, system.key);
     for (const p of pending) {
       if (p.next > p.due || matchesFilter(p.t.userAttributes, step.attributesBefore)) continue;
       p.next = p.due + 1;
       ps.time[p.t.id] = p.due;
     }
     for (;;) {
-      const live = pending.filter((p) => p.next <= p.due);
+      const live: PendingGrants[] = [];
+      let allAtCap = true;
+      let allPositive = true;
+      let allNegative = true;
+      for (const p of pending) {
+        if (p.next > p.due) continue;
+        live.push(p);
+        const points = p.t.points;
+        if (!((points > 0 && ps.total >= ceilingOf(system)) || (points < 0 && ps.total <= floorOf(system)))) allAtCap = false;
+        if (!(points > 0)) allPositive = false;
+        if (!(points < 0)) allNegative = false;
+      }
       if (live.length === 0) break;
-      const atCap = (p: (typeof live)[number]) =>
-        (p.t.points > 0 && ps.total >= ceilingOf(system)) || (p.t.points < 0 && ps.total <= floorOf(system));
-      if (live.every(atCap) && (live.every((p) => p.t.points > 0) || live.every((p) => p.t.points < 0))) {
+      if (allAtCap && (allPositive || allNegative)) {
         for (const p of live) {
           p.next = p.due + 1;
           ps.time[p.t.id] = p.due;
         }
         break;
       }
-      let first = live[0] as (typeof live)[number];
+      let first = live[0] as PendingGrants;
       let firstAt = timeGrantInstant(step, first.t, first.next, first.anchor);
-      for (const p of live.slice(1)) {
+      for (let i = 1; i < live.length; i++) {
+        const p = live[i] as PendingGrants;
         const at = timeGrantInstant(step, p.t, p.next, p.anchor);
         if (at < firstAt) {
           first = p;
@@ -328,17 +394,30 @@ function runLength(step: Step, system: CompiledPointsSystem, total: number, firs
 /** Makes `count` grants of a time trigger, the first falling due at `at`, as one award and one ledger row. */
 function awardRun(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, count: number, at: Date): void {
   if (trigger.type !== 'time') return;
-  book(step, system, triggerView(trigger), trigger.points * count, at, { grants: { count, unit: trigger.timeUnit, every: trigger.timeInterval, tz: step.tz } });
+  book(step, system, triggerView(trigger), trigger.points * count, at, undefined, { count, unit: trigger.timeUnit, every: trigger.timeInterval, tz: step.tz });
 }
 
 /** The instant (ms) of grant `j` (0-based) of a run whose first grant fell due at `first`. */
 export function grantInstant(first: string, run: GrantRun, j: number): number {
-  if (run.unit === 'hour') return Date.parse(first) + j * run.every * HOUR_MS;
+  if (run.unit === 'hour') return instantMs(first) + j * run.every * HOUR_MS;
   return startOfLocalDate(addDays(localDateOf(new Date(first), run.tz), j * run.every), run.tz).getTime();
 }
 
 /** How many grants of a run (first due at `first`) fell due strictly before `boundMs`. */
 export function grantsBefore(first: string, run: GrantRun, boundMs: number): number {
+  if (run.unit === 'hour') {
+    // Evenly spaced instants: the count is a quotient (checked against the instants themselves, so that
+    // rounding cannot move it), whatever the length of the run; a binary search over a year of hourly grants
+    // would cost a dozen instants.
+    const firstMs = instantMs(first);
+    if (!(boundMs > firstMs)) return 0;
+    let n = Math.ceil((boundMs - firstMs) / (run.every * HOUR_MS));
+    if (!(n >= 0)) n = 0;
+    if (n > run.count) n = run.count;
+    while (n > 0 && !(firstMs + (n - 1) * run.every * HOUR_MS < boundMs)) n--;
+    while (n < run.count && firstMs + n * run.every * HOUR_MS < boundMs) n++;
+    return n;
+  }
   let lo = 0;
   let hi = run.count;
   while (lo < hi) {
@@ -353,10 +432,12 @@ export function grantsBefore(first: string, run: GrantRun, boundMs: number): num
 export function awardMetricTriggers(step: Step, system: CompiledPointsSystem, metricKey: string, value: number, attributes: Record<string, string> | undefined): void {
   const triggers = system.metricTriggers.get(metricKey);
   if (!triggers) return;
+  // The system's own state, once: an award in between writes the same object.
+  let ps: PointsState | null = null;
   for (const t of triggers) {
     if (t.type !== 'metric') continue;
     if (!matchesFilter(t.eventAttributes, attributes) || !matchesFilter(t.userAttributes, step.state.user.attributes)) continue;
-    const ps = ownPoints(step, system.key);
+    ps ??= ownPointsMetric(step, system.key);
     const track = own(ps.metric, t.id);
     const sum = addExact(track?.sum ?? 0, value);
     let hw = track?.hw ?? 0;

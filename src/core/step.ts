@@ -43,6 +43,24 @@ export interface Step {
    * from whose values' totals indexes a changed attribute moves the user.
    */
   readonly attributesBefore: Readonly<Record<string, string>>;
+  /** The user's creation instant and its local date in `tz`, parsed once per call (made on first use). */
+  createdAt: CreatedAt | null;
+}
+
+/** An instant (ms) with its local date in the call's zone. */
+export interface CreatedAt {
+  ms: number;
+  date: LocalDate;
+}
+
+/** The user's creation instant and its local date in the call's zone, computed once per call (per zone). */
+export function createdAtOf(step: Pick<Step, 'state' | 'tz' | 'createdAt'>): CreatedAt {
+  let at = step.createdAt;
+  if (at === null) {
+    const ms = instantMs(step.state.user.created);
+    at = step.createdAt = { ms, date: localDateOf(ms, step.tz) };
+  }
+  return at;
 }
 
 // The last few formatted instants (ms -> ISO string), replaced in turn.
@@ -57,11 +75,38 @@ let isoNext = 0;
  */
 export function isoOf(ms: number): string {
   for (let i = 0; i < ISO_SLOTS; i++) if (isoMs[i] === ms) return isoText[i] as string;
-  const iso = new Date(ms).toISOString();
+  const iso = Number.isInteger(ms) && ms >= FIRST_FAST_MS && ms <= LAST_FAST_MS ? fastIso(ms) : new Date(ms).toISOString();
   isoMs[isoNext] = ms;
   isoText[isoNext] = iso;
   isoNext = (isoNext + 1) % ISO_SLOTS;
   return iso;
+}
+
+// Whole milliseconds of years 0000 to 9999 (toISOString's four-digit form; a Date truncates fractions toward
+// zero, which the arithmetic below would not for negative ones): the date part is formatted once per UTC day and the time
+// of day from tables, several times cheaper than `toISOString` (and the Date it needs).
+const FIRST_FAST_MS = -62_167_219_200_000;
+const LAST_FAST_MS = 253_402_300_799_999;
+const DAY_MS = 86_400_000;
+const PAD2 = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
+const PAD3 = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+let isoDayMs = NaN;
+let isoDayPrefix = '';
+
+function fastIso(ms: number): string {
+  const day = Math.floor(ms / DAY_MS) * DAY_MS;
+  if (day !== isoDayMs) {
+    isoDayPrefix = new Date(day).toISOString().slice(0, 11);
+    isoDayMs = day;
+  }
+  let t = ms - day;
+  const h = Math.floor(t / 3_600_000);
+  t -= h * 3_600_000;
+  const m = Math.floor(t / 60_000);
+  t -= m * 60_000;
+  const s = Math.floor(t / 1000);
+  t -= s * 1000;
+  return `${isoDayPrefix}${PAD2[h]}:${PAD2[m]}:${PAD2[s]}.${PAD3[Math.floor(t)]}Z`;
 }
 
 export function userZone(cfg: LaurelConfig, state: UserState): string {
@@ -98,8 +143,24 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
     dates: null,
     userFields: null,
     attributesBefore: state.user.attributes,
+    createdAt: null,
   };
   return step;
+}
+
+// Parsed ISO instants (users' creation instants: read on most calls, the same strings call after call).
+const MAX_PARSED = 50_000;
+const parsed = new Map<string, number>();
+
+/** `Date.parse` of an ISO instant, remembered (bounded): parsing costs far more than a lookup. */
+export function instantMs(iso: string): number {
+  let ms = parsed.get(iso);
+  if (ms === undefined) {
+    ms = Date.parse(iso);
+    if (parsed.size >= MAX_PARSED) parsed.clear();
+    parsed.set(iso, ms);
+  }
+  return ms;
 }
 
 /** The local date of the call's `now` in `tz`, computed once per zone per call. */
@@ -118,6 +179,7 @@ export function localDateIn(step: Step, tz: string): LocalDate {
 export function refreshZone(step: Step): void {
   step.tz = userZone(step.cfg, step.state);
   step.today = localDateOf(step.now, step.tz);
+  step.createdAt = null;
 }
 
 /**
@@ -199,8 +261,13 @@ export function ownStreak(step: Step): StreakState {
   return copy;
 }
 
-/** A points system's state, copied (created empty if absent) on this call's first write to it. */
-export function ownPoints(step: Step, key: string): PointsState {
+/**
+ * A points system's state whose `total` this call may write (created empty if absent), copied on the call's
+ * first write to it. Its `metric` and `time` records stay shared with the prior state until written (see
+ * {@link ownPointsMetric}, {@link ownPointsTime}): most awards change the total alone, and copying a record
+ * nobody writes is wasted work. `anchors` is never written in place (a spend replaces it with a copy).
+ */
+export function ownPointsTotal(step: Step, key: string): PointsState {
   let all = step.state.points;
   if (!step.owned.has(all)) {
     all = copyRecord(all);
@@ -209,12 +276,43 @@ export function ownPoints(step: Step, key: string): PointsState {
   }
   const current = own(all, key);
   if (current && step.owned.has(current)) return current;
-  const copy: PointsState = current
-    ? { total: current.total, metric: copyRecord(current.metric), time: copyRecord(current.time), ...(current.anchors ? { anchors: copyRecord(current.anchors) } : {}) }
-    : { total: 0, metric: {}, time: {} };
-  step.owned.add(copy).add(copy.metric).add(copy.time);
+  let copy: PointsState;
+  if (current) {
+    copy = { total: current.total, metric: current.metric, time: current.time };
+    if (current.anchors) copy.anchors = current.anchors;
+  } else {
+    copy = { total: 0, metric: {}, time: {} };
+    step.owned.add(copy.metric).add(copy.time);
+  }
+  step.owned.add(copy);
   all[key] = copy;
   return copy;
+}
+
+/** A points system's state whose `total` and `metric` records this call may write (see {@link ownPointsTotal}). */
+export function ownPointsMetric(step: Step, key: string): PointsState {
+  const ps = ownPointsTotal(step, key);
+  if (!step.owned.has(ps.metric)) {
+    ps.metric = copyRecord(ps.metric);
+    step.owned.add(ps.metric);
+  }
+  return ps;
+}
+
+/** A points system's state whose `total` and `time` records this call may write (see {@link ownPointsTotal}). */
+export function ownPointsTime(step: Step, key: string): PointsState {
+  const ps = ownPointsTotal(step, key);
+  if (!step.owned.has(ps.time)) {
+    ps.time = copyRecord(ps.time);
+    step.owned.add(ps.time);
+  }
+  return ps;
+}
+
+/** A points system's state, every record of which this call may write (see {@link ownPointsTotal}). */
+export function ownPoints(step: Step, key: string): PointsState {
+  ownPointsMetric(step, key);
+  return ownPointsTime(step, key);
 }
 
 // Outside production, states are frozen, so that a mutation anywhere fails loudly instead of corrupting a

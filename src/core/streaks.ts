@@ -7,7 +7,6 @@ import type { CompiledStreak, LaurelConfig } from '../config/define.js';
 import {
   addDays,
   daysBetween,
-  localDateOf,
   nextPeriodStart,
   periodEndOf,
   periodStartOf,
@@ -17,7 +16,7 @@ import {
   type LocalDate,
 } from './calendar.js';
 import { addExact } from './decimal.js';
-import { own, ownStreak, type Step } from './step.js';
+import { createdAtOf, own, ownStreak, type Step } from './step.js';
 import type { EventStreak, StreakPause, StreakPeriodRow, StreakState, StreakView, UserState } from './types.js';
 
 /** Whether the streak period from `start` to `end` overlaps one of the user's pauses. */
@@ -56,24 +55,12 @@ export function advanceStreak(step: Step): void {
   }
   let s = state.streak;
   const freq = cfg.frequency;
-  const auto = cfg.freezes?.autoEarn ?? null;
   const current = periodStartOf(step.today, freq, step.cfg.weekStartsOn);
-  let created: LocalDate | null = null;
-  const earnUpTo = (date: LocalDate) => {
-    if (!cfg.freezes || !auto) return;
-    created ??= localDateOf(new Date(state.user.created), step.tz);
-    const due = Math.floor(daysBetween(created, date) / auto.everyDays);
-    if (due > s.freezeGrants) {
-      s = ownStreak(step);
-      s.freezes = Math.min(cfg.freezes.max, s.freezes + auto.amount * (due - s.freezeGrants));
-      s.freezeGrants = due;
-    }
-  };
   if (s.length > 0 && s.coveredThrough !== null && s.coveredThrough < current) {
     let p = nextPeriodStart(s.coveredThrough, freq);
     while (p < current) {
       const end = periodEndOf(p, freq);
-      earnUpTo(end);
+      earnFreezesUpTo(step, end);
       s = ownStreak(step);
       if (pausedPeriod(s.pauses, p, end)) {
         // A pause keeps the streak through the period without a freeze and without adding to its length.
@@ -106,7 +93,24 @@ export function advanceStreak(step: Step): void {
     if (left.length > 0) s.pauses = left;
     else delete s.pauses;
   }
-  earnUpTo(step.today);
+  earnFreezesUpTo(step, step.today);
+}
+
+/**
+ * Adds the freezes auto-earned (every `everyDays` days since the user's creation, in the user's zone) up to
+ * `date`, capped at the configured maximum. A module function, not a closure: it runs on every call.
+ */
+function earnFreezesUpTo(step: Step, date: LocalDate): void {
+  const freezes = step.cfg.streak?.freezes;
+  const auto = freezes?.autoEarn;
+  if (!freezes || !auto) return;
+  const due = Math.floor(daysBetween(createdAtOf(step).date, date) / auto.everyDays);
+  const before = step.state.streak as StreakState;
+  if (due > before.freezeGrants) {
+    const s = ownStreak(step);
+    s.freezes = Math.min(freezes.max, s.freezes + auto.amount * (due - s.freezeGrants));
+    s.freezeGrants = due;
+  }
 }
 
 /** Adds the event's value to the current period's progress and extends the streak when the period qualifies. */
@@ -161,23 +165,43 @@ export function recordStreakProgress(step: Step, metricKey: string, value: numbe
 
 /** The last date to act without losing the streak or using a freeze: the end of the first unpaused period after the last covered one. */
 function expiresOn(s: StreakState, frequency: CompiledStreak['frequency']): LocalDate {
-  let next = nextPeriodStart(s.coveredThrough as LocalDate, frequency);
+  const covered = s.coveredThrough as LocalDate;
+  // Without pauses the answer depends on the last covered period alone, which most users share (today's).
+  if (!s.pauses && lastExpiry.covered === covered && lastExpiry.frequency === frequency) return lastExpiry.expires;
+  let next = nextPeriodStart(covered, frequency);
   while (pausedPeriod(s.pauses, next, periodEndOf(next, frequency))) next = nextPeriodStart(next, frequency);
-  return periodEndOf(next, frequency);
+  const expires = periodEndOf(next, frequency);
+  if (!s.pauses) {
+    lastExpiry.covered = covered;
+    lastExpiry.frequency = frequency;
+    lastExpiry.expires = expires;
+  }
+  return expires;
 }
+const lastExpiry: { covered: LocalDate; frequency: string; expires: LocalDate } = { covered: '', frequency: '', expires: '' };
+
+/** The period containing `today` (start and end), remembered for the last date asked: calls share today. */
+function currentPeriod(today: LocalDate, frequency: CompiledStreak['frequency'], weekStartsOn: LaurelConfig['weekStartsOn']): { start: LocalDate; end: LocalDate } {
+  const last = lastPeriod;
+  if (last.today === today && last.frequency === frequency && last.weekStartsOn === weekStartsOn) return last;
+  const start = periodStartOf(today, frequency, weekStartsOn);
+  lastPeriod = { today, frequency, weekStartsOn, start, end: periodEndOf(start, frequency) };
+  return lastPeriod;
+}
+let lastPeriod: { today: LocalDate; frequency: string; weekStartsOn: number; start: LocalDate; end: LocalDate } = { today: '', frequency: '', weekStartsOn: -1, start: '', end: '' };
 
 /** The wire view of a user's streak as of `today` (call after `advanceStreak`). */
 export function streakView(cfg: LaurelConfig, state: UserState | null, today: LocalDate): StreakView {
   const sc = cfg.streak;
   if (!sc) return { length: 0, frequency: 'daily', started: null, periodStart: null, periodEnd: null, expires: null };
   const s = state?.streak ?? emptyStreak(sc);
-  const current = periodStartOf(today, sc.frequency, cfg.weekStartsOn);
+  const current = currentPeriod(today, sc.frequency, cfg.weekStartsOn);
   const view: StreakView = {
     length: s.length,
     frequency: sc.frequency,
     started: s.length > 0 ? s.started : null,
-    periodStart: current,
-    periodEnd: periodEndOf(current, sc.frequency),
+    periodStart: current.start,
+    periodEnd: current.end,
     expires: s.length > 0 && s.coveredThrough ? expiresOn(s, sc.frequency) : null,
   };
   if (sc.freezes) {

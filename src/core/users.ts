@@ -14,64 +14,81 @@ import type { EventInput, PointsState, UserInput, UserRecord, UserState } from '
 
 const MAX_USER_ID = 255;
 
-function fail(path: (string | number)[], message: string): never {
-  throw new ValidationError(`${path.join('.')}: ${message}`, [{ path, message }]);
+function fail(path: readonly (string | number)[], message: string): never {
+  // A copy: callers pass shared constant paths (no array built per valid input).
+  throw new ValidationError(`${path.join('.')}: ${message}`, [{ path: [...path], message }]);
 }
 
+// The paths of the checks every event makes, built once.
+const USER_PATH = ['user'];
+const USER_ID_PATH = ['user', 'id'];
+const USER_EMAIL_PATH = ['user', 'email'];
+const USER_NAME_PATH = ['user', 'name'];
+const USER_TZ_PATH = ['user', 'tz'];
+const USER_ATTRIBUTES_PATH = ['user', 'attributes'];
+const EVENT_PATH = ['event'];
+const VALUE_PATH = ['value'];
+const ATTRIBUTES_PATH = ['attributes'];
+const IDEMPOTENCY_KEY_PATH = ['idempotencyKey'];
+const NON_EMPTY = { nonEmpty: true } as const;
+
 /** Validates a string input: type, length and storable text (see {@link isStorableText}). */
-export function validateText(value: unknown, path: (string | number)[], max: number, options: { nonEmpty?: boolean } = {}): asserts value is string {
+export function validateText(value: unknown, path: readonly (string | number)[], max: number, options?: { nonEmpty?: boolean }): asserts value is string {
   if (typeof value !== 'string') fail(path, 'must be a string');
-  if (options.nonEmpty && value.length === 0) fail(path, 'must not be empty');
+  if (options?.nonEmpty && value.length === 0) fail(path, 'must not be empty');
   if (value.length > max) fail(path, `must be at most ${max} characters (got ${value.length})`);
   if (!isStorableText(value)) fail(path, 'must be well-formed text without NUL characters (no lone surrogates, no U+0000)');
 }
 
-function optionalString(value: unknown, path: (string | number)[], max = 1000): void {
+function optionalString(value: unknown, path: readonly (string | number)[], max = 1000): void {
   if (value === undefined || value === null) return;
   validateText(value, path, max);
 }
 
 /** Validates attributes: an object whose keys are all declared and whose values are storable strings. */
-export function checkAttributes(value: unknown, declared: ReadonlySet<string>, path: (string | number)[]): void {
+export function checkAttributes(value: unknown, declared: ReadonlySet<string>, path: readonly (string | number)[]): void {
   if (value === undefined || value === null) return;
   if (typeof value !== 'object' || Array.isArray(value)) fail(path, 'must be an object of string values');
   const keys = Object.keys(value);
-  const unknown = keys.filter((k) => !declared.has(k));
-  if (unknown.length > 0) throw new InvalidAttributeKeysError(unknown);
+  let unknown: string[] | null = null;
+  for (const k of keys) if (!declared.has(k)) (unknown ??= []).push(k);
+  if (unknown !== null) throw new InvalidAttributeKeysError(unknown);
   for (const k of keys) {
-    validateText((value as Record<string, unknown>)[k], [...path, k], 1000);
+    const v = (value as Record<string, unknown>)[k];
+    // The path of a value is built only for one that fails.
+    if (typeof v !== 'string' || v.length > 1000 || !isStorableText(v)) validateText(v, [...path, k], 1000);
   }
 }
 
 /** Validates a user id (non-empty, well-formed text of at most 255 characters without NUL). */
-export function validateUserId(id: unknown, path: (string | number)[] = ['user', 'id']): asserts id is string {
-  validateText(id, path, MAX_USER_ID, { nonEmpty: true });
+export function validateUserId(id: unknown, path: readonly (string | number)[] = USER_ID_PATH): asserts id is string {
+  validateText(id, path, MAX_USER_ID, NON_EMPTY);
 }
 
 /** Validates a user as sent with an event, completion or identify call. */
 export function validateUserInput(cfg: LaurelConfig, user: unknown): asserts user is UserInput {
-  if (typeof user !== 'object' || user === null || Array.isArray(user)) fail(['user'], 'must be an object with an id');
+  if (typeof user !== 'object' || user === null || Array.isArray(user)) fail(USER_PATH, 'must be an object with an id');
   const u = user as Record<string, unknown>;
   validateUserId(u.id);
-  optionalString(u.email, ['user', 'email'], 320);
-  optionalString(u.name, ['user', 'name'], 255);
-  optionalString(u.tz, ['user', 'tz'], 100);
-  if (typeof u.tz === 'string' && u.tz !== '' && !isValidTimeZone(u.tz)) fail(['user', 'tz'], `unknown IANA time zone ${JSON.stringify(u.tz)}`);
-  checkAttributes(u.attributes, cfg.index.userAttributes, ['user', 'attributes']);
+  optionalString(u.email, USER_EMAIL_PATH, 320);
+  optionalString(u.name, USER_NAME_PATH, 255);
+  optionalString(u.tz, USER_TZ_PATH, 100);
+  if (typeof u.tz === 'string' && u.tz !== '' && !isValidTimeZone(u.tz)) fail(USER_TZ_PATH, `unknown IANA time zone ${JSON.stringify(u.tz)}`);
+  checkAttributes(u.attributes, cfg.index.userAttributes, USER_ATTRIBUTES_PATH);
 }
 
 /** Validates an event before anything is read or written. */
 export function validateEvent(cfg: LaurelConfig, event: EventInput): void {
-  if (typeof event !== 'object' || event === null) fail(['event'], 'must be an object');
+  if (typeof event !== 'object' || event === null) fail(EVENT_PATH, 'must be an object');
   if (typeof event.metricKey !== 'string' || !cfg.index.metrics.has(event.metricKey)) throw new NotFoundError('metric', String(event.metricKey));
   validateUserInput(cfg, event.user);
-  validateValue(event.value, ['value']);
-  checkAttributes(event.attributes, cfg.index.eventAttributes, ['attributes']);
-  if (event.idempotencyKey !== undefined) validateText(event.idempotencyKey, ['idempotencyKey'], 255, { nonEmpty: true });
+  validateValue(event.value, VALUE_PATH);
+  checkAttributes(event.attributes, cfg.index.eventAttributes, ATTRIBUTES_PATH);
+  if (event.idempotencyKey !== undefined) validateText(event.idempotencyKey, IDEMPOTENCY_KEY_PATH, 255, NON_EMPTY);
 }
 
 /** Validates an event value: a finite number within the exact range, +-(2^53 - 1) (see {@link MAX_EXACT}). */
-export function validateValue(value: unknown, path: (string | number)[]): asserts value is number {
+export function validateValue(value: unknown, path: readonly (string | number)[]): asserts value is number {
   if (typeof value !== 'number' || !Number.isFinite(value)) fail(path, `must be a finite number (got ${String(value)})`);
   if (Math.abs(value) > MAX_EXACT) fail(path, `must be between -${MAX_EXACT} and ${MAX_EXACT} (got ${value})`);
 }

@@ -55,16 +55,18 @@ const counted = (row: LedgerRow): row is LedgerRow & { kind: 'metric' | 'points'
 /** The year of a row booked by this call (`step.today`'s year for rows dated now, without formatting). */
 const yearOfAtIn = (step: Step) => (at: string) => (at === step.nowIso ? yearOfDate(step.today) : yearOfDate(localDateOf(Date.parse(at), step.tz)));
 
-// The index names of the last year used per (kind, key): the same string call after call.
-const names = new Map<string, { year: number; name: string }>();
+// The index names of the last year used per (kind, key): the same string call after call (a map per kind, so
+// that no lookup key is built per call).
+const metricNames = new Map<string, { year: number; name: string }>();
+const pointsNames = new Map<string, { year: number; name: string }>();
 
 function indexName(kind: 'metric' | 'points', key: string, year: number): string {
-  const k = kind === 'metric' ? `m${key}` : `p${key}`;
-  const hit = names.get(k);
+  const names = kind === 'metric' ? metricNames : pointsNames;
+  const hit = names.get(key);
   if (hit !== undefined && hit.year === year) return hit.name;
   const name = yearlyIndex(kind, key, year);
   // Keys come from configurations; the bound only guards against a caller inventing them without end.
-  if (hit !== undefined || names.size < 10_000) names.set(k, { year, name });
+  if (hit !== undefined || names.size < 10_000) names.set(key, { year, name });
   return name;
 }
 
