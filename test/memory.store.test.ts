@@ -1,7 +1,7 @@
 /** Internals of the memory store that its conformance suite cannot see. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isoOf } from '../src/store/memory.js';
+import { isoOf } from '../src/core/instants.js';
 
 describe('memory store', () => {
   it('formats a ledger row\'s instant exactly as Date.prototype.toISOString over the supported years', () => {

@@ -16,7 +16,8 @@ import { addDays, localDateOf, nextPeriodStart, periodEndOf, periodStartOf, prev
 import { boardIndexOf, leaderboardView, runContaining, runStatus, type Run } from './leaderboards.js';
 import { operationStreak, preferencesView } from './operations.js';
 import { awardOfRow, grantInstant, isAdjustment, levelFor, pushNextGrantInstants, systemView } from './points.js';
-import { isoOf, own, userZone, withNotices } from './step.js';
+import { isoOf } from './instants.js';
+import { own, userZone, withNotices } from './step.js';
 import { streakView } from './streaks.js';
 import type { Award, AwardRow, LeaderboardView, PointsTriggerView, ChangeEvent, ChangeType, CoreContext, Effects, LedgerRow, Notices, NotificationType, OperationRowData, StreakPeriodRow, UserBoost, UserRecord, UserState } from './types.js';
 

@@ -7,7 +7,8 @@ import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
 import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
 import { activeOn, hasUserBoosts, userBoostsIn } from './boosts.js';
-import { copyRecord, createdAtOf, instantMs, isoOf, matchesFilter, own, ownPointsMetric, ownPointsTime, ownPointsTotal, record, userZone, type Step } from './step.js';
+import { instantMs, isoOf } from './instants.js';
+import { copyRecord, createdAtOf, matchesFilter, own, ownPointsMetric, ownPointsTime, ownPointsTotal, record, userZone, type Step } from './step.js';
 import type { AdjustmentRow, AttributePair, Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
 
 const HOUR_MS = 3_600_000;

@@ -9,6 +9,7 @@ import type { LocalDate } from './calendar.js';
 import { canonicalTimeZone, isSupportedInstant, localDateOf } from './calendar.js';
 import { ValidationError } from '../errors.js';
 import type { Award, BoardEntry, BoardState, Effects, Notices, PointsState, StreakState, UserFields, UserRecord, UserState, YearlyChanges } from './types.js';
+import { instantMs, isoOf } from './instants.js';
 
 export interface Step {
   readonly cfg: LaurelConfig;
@@ -63,52 +64,6 @@ export function createdAtOf(step: Pick<Step, 'state' | 'tz' | 'createdAt'>): Cre
   return at;
 }
 
-// The last few formatted instants (ms -> ISO string), replaced in turn.
-const ISO_SLOTS = 4;
-const isoMs = new Float64Array(ISO_SLOTS).fill(NaN);
-const isoText: string[] = new Array<string>(ISO_SLOTS).fill('');
-let isoNext = 0;
-
-/**
- * `new Date(ms).toISOString()`, remembered for the last few instants formatted (a call formats its `now` in
- * several places, and users' due instants often coincide). Throws as `toISOString` does for an invalid one.
- */
-export function isoOf(ms: number): string {
-  for (let i = 0; i < ISO_SLOTS; i++) if (isoMs[i] === ms) return isoText[i] as string;
-  const iso = Number.isInteger(ms) && ms >= FIRST_FAST_MS && ms <= LAST_FAST_MS ? fastIso(ms) : new Date(ms).toISOString();
-  isoMs[isoNext] = ms;
-  isoText[isoNext] = iso;
-  isoNext = (isoNext + 1) % ISO_SLOTS;
-  return iso;
-}
-
-// Whole milliseconds of years 0000 to 9999 (toISOString's four-digit form; a Date truncates fractions toward
-// zero, which the arithmetic below would not for negative ones): the date part is formatted once per UTC day and the time
-// of day from tables, several times cheaper than `toISOString` (and the Date it needs).
-const FIRST_FAST_MS = -62_167_219_200_000;
-const LAST_FAST_MS = 253_402_300_799_999;
-const DAY_MS = 86_400_000;
-const PAD2 = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
-const PAD3 = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
-let isoDayMs = NaN;
-let isoDayPrefix = '';
-
-function fastIso(ms: number): string {
-  const day = Math.floor(ms / DAY_MS) * DAY_MS;
-  if (day !== isoDayMs) {
-    isoDayPrefix = new Date(day).toISOString().slice(0, 11);
-    isoDayMs = day;
-  }
-  let t = ms - day;
-  const h = Math.floor(t / 3_600_000);
-  t -= h * 3_600_000;
-  const m = Math.floor(t / 60_000);
-  t -= m * 60_000;
-  const s = Math.floor(t / 1000);
-  t -= s * 1000;
-  return `${isoDayPrefix}${PAD2[h]}:${PAD2[m]}:${PAD2[s]}.${PAD3[Math.floor(t)]}Z`;
-}
-
 export function userZone(cfg: LaurelConfig, state: UserState): string {
   return state.user.tz ?? cfg.timeZone;
 }
@@ -146,21 +101,6 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
     createdAt: null,
   };
   return step;
-}
-
-// Parsed ISO instants (users' creation instants: read on most calls, the same strings call after call).
-const MAX_PARSED = 50_000;
-const parsed = new Map<string, number>();
-
-/** `Date.parse` of an ISO instant, remembered (bounded): parsing costs far more than a lookup. */
-export function instantMs(iso: string): number {
-  let ms = parsed.get(iso);
-  if (ms === undefined) {
-    ms = Date.parse(iso);
-    if (parsed.size >= MAX_PARSED) parsed.clear();
-    parsed.set(iso, ms);
-  }
-  return ms;
 }
 
 /** The local date of the call's `now` in `tz`, computed once per zone per call. */

@@ -5,6 +5,8 @@
  * Order: higher value first, then earlier `reachedAt`, then smaller `userId` (UTF-16 code units).
  */
 
+import { instantMs } from '../core/instants.js';
+
 /** An entry of a leaderboard index: a user's value and when they reached it (ISO instant), which breaks ties. */
 export interface IndexEntry {
   userId: string;
@@ -26,59 +28,6 @@ export interface OrderedIndexOptions {
    * tests, which use them to make splits and merges happen with few entries.
    */
   blockSize?: number;
-}
-
-const CUM_DAYS = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
-const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
-/**
- * Milliseconds since the epoch of an ISO instant (NaN for a text that is not one, as `Date.parse` gives).
- * `Date.prototype.toISOString()` output with a four-digit year (`YYYY-MM-DDTHH:mm:ss.sssZ`, which is what
- * Laurel stores) is decoded directly from its characters, several times faster; any other shape goes through
- * `Date.parse`. For that canonical shape, comparing the numbers is comparing the strings, so the index keeps
- * {@link compareEntries}' order.
- */
-export function instantMs(iso: string): number {
-  if (
-    iso.length === 24 &&
-    iso.charCodeAt(4) === 45 && // -
-    iso.charCodeAt(7) === 45 &&
-    iso.charCodeAt(10) === 84 && // T
-    iso.charCodeAt(13) === 58 && // :
-    iso.charCodeAt(16) === 58 &&
-    iso.charCodeAt(19) === 46 && // .
-    iso.charCodeAt(23) === 90 // Z
-  ) {
-    // (No helper closure here: this runs three times per leaderboard update.)
-    const y0 = iso.charCodeAt(0) - 48, y1 = iso.charCodeAt(1) - 48, y2 = iso.charCodeAt(2) - 48, y3 = iso.charCodeAt(3) - 48;
-    const mo0 = iso.charCodeAt(5) - 48, mo1 = iso.charCodeAt(6) - 48, da0 = iso.charCodeAt(8) - 48, da1 = iso.charCodeAt(9) - 48;
-    const h0 = iso.charCodeAt(11) - 48, h1 = iso.charCodeAt(12) - 48, mi0 = iso.charCodeAt(14) - 48, mi1 = iso.charCodeAt(15) - 48;
-    const s0 = iso.charCodeAt(17) - 48, s1 = iso.charCodeAt(18) - 48;
-    const ms0 = iso.charCodeAt(20) - 48, ms1 = iso.charCodeAt(21) - 48, ms2 = iso.charCodeAt(22) - 48;
-    // Every character a digit (an unsigned view of a negative difference is huge).
-    if (
-      y0 >>> 0 <= 9 && y1 >>> 0 <= 9 && y2 >>> 0 <= 9 && y3 >>> 0 <= 9 && mo0 >>> 0 <= 9 && mo1 >>> 0 <= 9 &&
-      da0 >>> 0 <= 9 && da1 >>> 0 <= 9 && h0 >>> 0 <= 9 && h1 >>> 0 <= 9 && mi0 >>> 0 <= 9 && mi1 >>> 0 <= 9 &&
-      s0 >>> 0 <= 9 && s1 >>> 0 <= 9 && ms0 >>> 0 <= 9 && ms1 >>> 0 <= 9 && ms2 >>> 0 <= 9
-    ) {
-      const year = y0 * 1000 + y1 * 100 + y2 * 10 + y3;
-      const month = mo0 * 10 + mo1;
-      const day = da0 * 10 + da1;
-      const hour = h0 * 10 + h1;
-      const minute = mi0 * 10 + mi1;
-      const second = s0 * 10 + s1;
-      const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-      if (year >= 1 && month >= 1 && month <= 12 && day >= 1 && hour <= 23 && minute <= 59 && second <= 59 &&
-        day <= (MONTH_DAYS[month - 1] as number) + (month === 2 && leap ? 1 : 0)) {
-        // Days since 1970-01-01 of the first of January of `year`, then of the day itself.
-        const y = year - 1;
-        const days = 365 * (year - 1970) + (Math.floor(y / 4) - Math.floor(y / 100) + Math.floor(y / 400)) - 477 +
-          (CUM_DAYS[month - 1] as number) + (month > 2 && leap ? 1 : 0) + day - 1;
-        return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + ms0 * 100 + ms1 * 10 + ms2;
-      }
-    }
-  }
-  return Date.parse(iso);
 }
 
 /** {@link instantMs} of an index entry's `reachedAt`, which must be an instant. */

@@ -1,0 +1,104 @@
+/**
+ * ISO instants both ways, fast: the core formats its `now` and award dates with {@link isoOf}, the memory
+ * store its ledger rows' instants; {@link instantMs} reads them back (ledger rows, index entries, users'
+ * creation instants). Each gives exactly what `toISOString` / `Date.parse` give.
+ */
+
+// The last few formatted instants (ms -> ISO string), replaced in turn.
+const ISO_SLOTS = 4;
+const isoMs = new Float64Array(ISO_SLOTS).fill(NaN);
+const isoText: string[] = new Array<string>(ISO_SLOTS).fill('');
+let isoNext = 0;
+
+/**
+ * `new Date(ms).toISOString()`, remembered for the last few instants formatted (a call formats its `now` in
+ * several places, and users' due instants often coincide). Throws as `toISOString` does for an invalid one.
+ */
+export function isoOf(ms: number): string {
+  for (let i = 0; i < ISO_SLOTS; i++) if (isoMs[i] === ms) return isoText[i] as string;
+  const iso = Number.isInteger(ms) && ms >= FIRST_FAST_MS && ms <= LAST_FAST_MS ? fastIso(ms) : new Date(ms).toISOString();
+  isoMs[isoNext] = ms;
+  isoText[isoNext] = iso;
+  isoNext = (isoNext + 1) % ISO_SLOTS;
+  return iso;
+}
+
+// Whole milliseconds of years 0000 to 9999 (toISOString's four-digit form; a Date truncates fractions toward
+// zero, which the arithmetic below would not for negative ones): the date part is formatted once per UTC day and the time
+// of day from tables, several times cheaper than `toISOString` (and the Date it needs).
+const FIRST_FAST_MS = -62_167_219_200_000;
+const LAST_FAST_MS = 253_402_300_799_999;
+const DAY_MS = 86_400_000;
+const PAD2 = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
+const PAD3 = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
+let isoDayMs = NaN;
+let isoDayPrefix = '';
+
+function fastIso(ms: number): string {
+  const day = Math.floor(ms / DAY_MS) * DAY_MS;
+  if (day !== isoDayMs) {
+    isoDayPrefix = new Date(day).toISOString().slice(0, 11);
+    isoDayMs = day;
+  }
+  let t = ms - day;
+  const h = Math.floor(t / 3_600_000);
+  t -= h * 3_600_000;
+  const m = Math.floor(t / 60_000);
+  t -= m * 60_000;
+  const s = Math.floor(t / 1000);
+  t -= s * 1000;
+  return `${isoDayPrefix}${PAD2[h]}:${PAD2[m]}:${PAD2[s]}.${PAD3[Math.floor(t)]}Z`;
+}
+
+const CUM_DAYS = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * Milliseconds since the epoch of an ISO instant (NaN for a text that is not one, as `Date.parse` gives).
+ * `Date.prototype.toISOString()` output with a four-digit year (`YYYY-MM-DDTHH:mm:ss.sssZ`, which is what
+ * Laurel stores) is decoded directly from its characters, several times faster; any other shape goes through
+ * `Date.parse`. For that canonical shape, comparing the numbers is comparing the strings (the memory store's
+ * leaderboard index relies on it).
+ */
+export function instantMs(iso: string): number {
+  if (
+    iso.length === 24 &&
+    iso.charCodeAt(4) === 45 && // -
+    iso.charCodeAt(7) === 45 &&
+    iso.charCodeAt(10) === 84 && // T
+    iso.charCodeAt(13) === 58 && // :
+    iso.charCodeAt(16) === 58 &&
+    iso.charCodeAt(19) === 46 && // .
+    iso.charCodeAt(23) === 90 // Z
+  ) {
+    // (No helper closure here: this runs for every ledger row and twice per leaderboard write.)
+    const y0 = iso.charCodeAt(0) - 48, y1 = iso.charCodeAt(1) - 48, y2 = iso.charCodeAt(2) - 48, y3 = iso.charCodeAt(3) - 48;
+    const mo0 = iso.charCodeAt(5) - 48, mo1 = iso.charCodeAt(6) - 48, da0 = iso.charCodeAt(8) - 48, da1 = iso.charCodeAt(9) - 48;
+    const h0 = iso.charCodeAt(11) - 48, h1 = iso.charCodeAt(12) - 48, mi0 = iso.charCodeAt(14) - 48, mi1 = iso.charCodeAt(15) - 48;
+    const s0 = iso.charCodeAt(17) - 48, s1 = iso.charCodeAt(18) - 48;
+    const ms0 = iso.charCodeAt(20) - 48, ms1 = iso.charCodeAt(21) - 48, ms2 = iso.charCodeAt(22) - 48;
+    // Every character a digit (an unsigned view of a negative difference is huge).
+    if (
+      y0 >>> 0 <= 9 && y1 >>> 0 <= 9 && y2 >>> 0 <= 9 && y3 >>> 0 <= 9 && mo0 >>> 0 <= 9 && mo1 >>> 0 <= 9 &&
+      da0 >>> 0 <= 9 && da1 >>> 0 <= 9 && h0 >>> 0 <= 9 && h1 >>> 0 <= 9 && mi0 >>> 0 <= 9 && mi1 >>> 0 <= 9 &&
+      s0 >>> 0 <= 9 && s1 >>> 0 <= 9 && ms0 >>> 0 <= 9 && ms1 >>> 0 <= 9 && ms2 >>> 0 <= 9
+    ) {
+      const year = y0 * 1000 + y1 * 100 + y2 * 10 + y3;
+      const month = mo0 * 10 + mo1;
+      const day = da0 * 10 + da1;
+      const hour = h0 * 10 + h1;
+      const minute = mi0 * 10 + mi1;
+      const second = s0 * 10 + s1;
+      const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+      if (year >= 1 && month >= 1 && month <= 12 && day >= 1 && hour <= 23 && minute <= 59 && second <= 59 &&
+        day <= (MONTH_DAYS[month - 1] as number) + (month === 2 && leap ? 1 : 0)) {
+        // Days since 1970-01-01 of the first of January of `year`, then of the day itself.
+        const y = year - 1;
+        const days = 365 * (year - 1970) + (Math.floor(y / 4) - Math.floor(y / 100) + Math.floor(y / 400)) - 477 +
+          (CUM_DAYS[month - 1] as number) + (month > 2 && leap ? 1 : 0) + day - 1;
+        return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + ms0 * 100 + ms1 * 10 + ms2;
+      }
+    }
+  }
+  return Date.parse(iso);
+}
