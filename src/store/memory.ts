@@ -12,7 +12,7 @@ import type { BoostRecord } from '../core/boosts.js';
 import { instantMs, isoOf } from '../core/instants.js';
 import { OrderedIndex, type IndexEntry } from './ordered-index.js';
 import type { BatchCommitOutcome, Commit, CommitResult, Erasure, ErasureResult, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState, OutboxStore } from './types.js';
-import { MemoryOutbox, settleChanges } from './outbox.js';
+import { MemoryOutbox } from './outbox.js';
 import { frozenJsonCopy } from './json-copy.js';
 
 interface StoredUser {
@@ -443,7 +443,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     for (const row of c.ledger) addRow(row);
     for (const name of Object.keys(c.counters)) counters.set(name, (counters.get(name) ?? 0) + (c.counters[name] as number));
     const ranks = writeEntries(c.leaderboard);
-    if (c.changes && c.changes.length > 0) outbox.append(settleChanges(c.changes, ranks, c.userId));
+    if (c.changes && c.changes.length > 0) outbox.appendCommit(c.changes, ranks, c.userId);
     outbox.setDue(c.userId, c.due);
     return { version, ranks };
   };
@@ -550,7 +550,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       users.set(e.userId, { state: e.reset.state, version });
       for (const row of e.reset.ledger) addRow(row);
       const ranks = writeEntries(e.reset.leaderboard);
-      if (e.reset.changes && e.reset.changes.length > 0) outbox.append(settleChanges(e.reset.changes, ranks, e.userId));
+      if (e.reset.changes && e.reset.changes.length > 0) outbox.appendCommit(e.reset.changes, ranks, e.userId);
       outbox.setDue(e.userId, e.reset.due);
     } else {
       users.delete(e.userId);

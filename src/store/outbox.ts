@@ -13,12 +13,21 @@ import type { ChangesPage, DeliveryRecord, OutboxStore, RankChange } from './typ
  * as they are (without the marker). Never mutates its inputs.
  */
 export function settleChanges(changes: readonly ChangeEvent[] | undefined, ranks: readonly RankChange[], userId: string): Omit<ChangeEvent, 'rank'>[] {
-  if (!changes || changes.length === 0) return [];
   const out: Omit<ChangeEvent, 'rank'>[] = [];
+  settleEach(changes, ranks, userId, (c, settled) => out.push(settled ? settledEvent(c, settled.previousRank, settled.rank) : c));
+  return out;
+}
+
+/**
+ * {@link settleChanges} without building the completed events: `keep` receives each event that stays, with
+ * its settled ranks when it had a marker (null otherwise).
+ */
+function settleEach(changes: readonly ChangeEvent[] | undefined, ranks: readonly RankChange[], userId: string, keep: (c: ChangeEvent, settled: { previousRank: number | null; rank: number | null } | null) => void): void {
+  if (!changes) return;
   for (const c of changes) {
     const marker = c.rank;
     if (!marker) {
-      out.push(c);
+      keep(c, null);
       continue;
     }
     let first: RankChange | undefined;
@@ -30,16 +39,32 @@ export function settleChanges(changes: readonly ChangeEvent[] | undefined, ranks
     }
     const previousRank = capped(first?.previousRank, marker.cap);
     const rank = capped(last?.rank, marker.cap);
-    if (previousRank === rank) continue;
-    // Spelled out (the event's fields less the marker, in their order) rather than a rest and three spreads.
-    const leaderboard = { ...(c.payload.leaderboard as Record<string, unknown>) };
-    leaderboard.previousRank = previousRank;
-    leaderboard.rank = rank;
-    const payload = { ...c.payload };
-    payload.leaderboard = leaderboard;
-    out.push({ id: c.id, type: c.type, userId: c.userId, at: c.at, payload });
+    if (previousRank !== rank) keep(c, { previousRank, rank });
   }
-  return out;
+}
+
+/** A marked event completed with its settled ranks (the event's fields less the marker, in their order). */
+function settledEvent(c: ChangeEvent, previousRank: number | null, rank: number | null): Omit<ChangeEvent, 'rank'> {
+  // Spelled out rather than a rest and three spreads.
+  const leaderboard = { ...(c.payload.leaderboard as Record<string, unknown>) };
+  leaderboard.previousRank = previousRank;
+  leaderboard.rank = rank;
+  const payload = { ...c.payload };
+  payload.leaderboard = leaderboard;
+  return { id: c.id, type: c.type, userId: c.userId, at: c.at, payload };
+}
+
+/**
+ * A marked event kept by the memory outbox with its settled ranks: the completed event is built when first
+ * read, so a commit that moves a user on many boards copies no payload (most events are never read twice,
+ * many never).
+ */
+class SettledRank {
+  constructor(
+    readonly event: ChangeEvent,
+    readonly previousRank: number | null,
+    readonly rank: number | null,
+  ) {}
 }
 
 /** A rank, or null when there is none or it is above the board's `cap`. */
@@ -118,7 +143,7 @@ export class MemoryOutbox implements OutboxStore {
    * The events by sequence number (null once erased), kept as committed: their `StoredChange` (with its
    * position) is built when read, so a stored event costs no copy and no position string.
    */
-  private log: (Omit<ChangeEvent, 'rank'> | null)[] = [];
+  private log: (Omit<ChangeEvent, 'rank'> | SettledRank | null)[] = [];
   /** Sequence number of `log[0]`. */
   private base = 1;
   private readonly byUser = new Map<string, number[]>();
@@ -134,14 +159,24 @@ export class MemoryOutbox implements OutboxStore {
    * event objects themselves (as it always kept their payloads): the commit hands them over.
    */
   append(events: readonly Omit<ChangeEvent, 'rank'>[]): void {
-    for (const e of events) {
-      const seq = this.base + this.log.length;
-      this.log.push(e);
-      if (e.userId !== null) {
-        let list = this.byUser.get(e.userId);
-        if (!list) this.byUser.set(e.userId, (list = []));
-        list.push(seq);
-      }
+    for (const e of events) this.keep(e, e.userId);
+  }
+
+  /**
+   * Appends a commit's events as {@link settleChanges} would settle them, completing marked events only when
+   * read. Synchronous: part of the commit's atomic step.
+   */
+  appendCommit(changes: readonly ChangeEvent[] | undefined, ranks: readonly RankChange[], userId: string): void {
+    settleEach(changes, ranks, userId, (c, settled) => this.keep(settled ? new SettledRank(c, settled.previousRank, settled.rank) : c, c.userId));
+  }
+
+  private keep(e: Omit<ChangeEvent, 'rank'> | SettledRank, userId: string | null): void {
+    const seq = this.base + this.log.length;
+    this.log.push(e);
+    if (userId !== null) {
+      let list = this.byUser.get(userId);
+      if (!list) this.byUser.set(userId, (list = []));
+      list.push(seq);
     }
   }
 
@@ -181,7 +216,8 @@ export class MemoryOutbox implements OutboxStore {
     const events: StoredChange[] = [];
     let next = page.after ?? String(this.base - 1);
     for (let i = from - this.base; i < this.log.length && events.length < page.limit; i++) {
-      const e = this.log[i];
+      let e = this.log[i];
+      if (e instanceof SettledRank) this.log[i] = e = settledEvent(e.event, e.previousRank, e.rank);
       next = String(this.base + i);
       if (e) events.push(Object.freeze({ id: e.id, type: e.type, userId: e.userId, at: e.at, payload: e.payload, position: next }));
     }
@@ -258,7 +294,7 @@ export class MemoryOutbox implements OutboxStore {
     let i = 0;
     while (i < this.log.length && removed < prune.limit) {
       const e = this.log[i];
-      if (e && Date.parse(e.at) >= before) break;
+      if (e && Date.parse(e instanceof SettledRank ? e.event.at : e.at) >= before) break;
       if (e) removed++;
       i++;
     }
