@@ -495,22 +495,26 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       ranks.push(change);
       if (!isRanked) continue;
       const mine = slot as BoardUser;
-      const rows = (mine.rows ??= []);
       // Rows stay in date order, one per date: a write dated before the last row (a clock that went back)
-      // updates or slots in at its own date, as the PostgreSQL store's upsert does.
-      // (The common cases first: another write on the last row's date, or a later date.)
+      // updates or slots in at its own date, as the PostgreSQL store's upsert does. The common cases first,
+      // without reading the rows: another write on the last row's date, or a later date.
       const last = mine.last;
-      let same: RankHistoryRow | undefined;
+      if (last !== undefined && last.date === w.date) {
+        last.rank = change.rank;
+        last.value = change.value;
+        continue;
+      }
+      const rows = (mine.rows ??= []);
+      if (last === undefined || last.date < w.date) {
+        rows.push((mine.last = { date: w.date, previousRank, rank: change.rank, previousValue: change.previousValue, value: change.value }));
+        continue;
+      }
       let at = rows.length;
-      if (last !== undefined && last.date !== w.date && last.date > w.date) {
-        while (at > 0 && (rows[at - 1] as RankHistoryRow).date > w.date) at--;
-        same = rows[at - 1];
-      } else same = last;
+      while (at > 0 && (rows[at - 1] as RankHistoryRow).date > w.date) at--;
+      const same = rows[at - 1];
       if (same && same.date === w.date) {
         same.rank = change.rank;
         same.value = change.value;
-      } else if (at === rows.length) {
-        rows.push((mine.last = { date: w.date, previousRank, rank: change.rank, previousValue: change.previousValue, value: change.value }));
       } else {
         rows.splice(at, 0, { date: w.date, previousRank, rank: change.rank, previousValue: change.previousValue, value: change.value });
       }
