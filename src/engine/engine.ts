@@ -466,27 +466,25 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
    * board's ranks read null instead, as the rank index would have answered had it been reachable.
    */
   async function fillRanks(boards: Record<string, EventLeaderboard>, state: UserState, result: CommitResult): Promise<void> {
-    let any = false;
-    for (const _ in boards) {
-      any = true;
-      break;
-    }
-    if (!any) return;
+    const keys = Object.keys(boards);
+    if (keys.length === 0) return;
     const index = { down: result.ranksUnavailable === true };
     // The first and last rank change of this user per index, found in one pass over the commit's changes.
-    const firstOf = new Map<string, RankChange>();
-    const lastOf = new Map<string, RankChange>();
+    const userId = state.user.id;
+    const seen = new Map<string, [first: RankChange, last: RankChange]>();
     for (const r of result.ranks) {
-      if (r.userId !== state.user.id) continue;
-      if (!firstOf.has(r.index)) firstOf.set(r.index, r);
-      lastOf.set(r.index, r);
+      if (r.userId !== userId) continue;
+      const pair = seen.get(r.index);
+      if (pair) pair[1] = r;
+      else seen.set(r.index, [r, r]);
     }
-    for (const key in boards) {
+    for (const key of keys) {
       const entry = boards[key] as EventLeaderboard;
       const b = board(key);
       const name = boardIndexOf(b, entry.start, groupOf(b, state.user.attributes));
-      const first = firstOf.get(name);
-      const last = lastOf.get(name);
+      const pair = seen.get(name);
+      const first = pair?.[0];
+      const last = pair?.[1];
       entry.previousRank = capRank(b, first?.previousRank);
       entry.rank = capRank(b, last?.rank);
       // A store that reports the threshold in its commit saves the read after it.
