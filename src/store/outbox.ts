@@ -3,6 +3,7 @@
  * events from its rank changes, and the memory store's outbox, consumer leases, marks and due index.
  */
 import type { ChangeEvent, StoredChange } from '../core/types.js';
+import { instantMs } from '../core/instants.js';
 import { ValidationError } from '../errors.js';
 import type { ChangesPage, DeliveryRecord, OutboxStore, RankChange } from './types.js';
 
@@ -188,7 +189,7 @@ export class MemoryOutbox implements OutboxStore {
       return;
     }
     // Users' due instants often coincide (the start of a day): the last one parsed is remembered.
-    const ms = this.lastDue.iso === due ? this.lastDue.ms : Date.parse(due);
+    const ms = this.lastDue.iso === due ? this.lastDue.ms : instantMs(due);
     if (this.lastDue.iso !== due) this.lastDue = { iso: due, ms };
     if (this.due.get(userId) === ms) return;
     this.due.set(userId, ms);
