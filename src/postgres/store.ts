@@ -725,6 +725,8 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
        SELECT $${tn}, e.ev->>'id', e.ev->>'type', e.ev->>'userId', e.ev->>'at', coalesce(e.ev->'payload', '{}'::jsonb)
        FROM jsonb_array_elements($${n}::jsonb) WITH ORDINALITY AS e(ev, i) WHERE EXISTS (SELECT 1 FROM m) ORDER BY e.i
        ON CONFLICT (tenant, id) DO NOTHING`;
+  // States are read as text (`state::text`): one JSON.parse gives the caller its own copy, where a driver's
+  // parsed jsonb (which it might share or cache) would need a deep clone on top of the driver's own parse.
   const parseState = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : structuredClone(v));
 
   // ---- The stores: one per tenant ('' is the default tenant's), all over the machinery above. ----
@@ -762,14 +764,14 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       },
 
       async loadUser(userId) {
-        const r = await read((q) => q.query(`SELECT version, state FROM ${t('users')} WHERE tenant = $2 AND user_id = $1`, [userId, tenant]));
+        const r = await read((q) => q.query(`SELECT version, state::text AS state FROM ${t('users')} WHERE tenant = $2 AND user_id = $1`, [userId, tenant]));
         const row = r.rows[0];
         return row ? { version: num(row.version), state: parseState(row.state) } : null;
       },
 
       async loadUsers(userIds) {
         if (userIds.length === 0) return [];
-        const r = await read((q) => q.query(`SELECT user_id, version, state FROM ${t('users')} WHERE tenant = $2 AND user_id = ANY($1::text[])`, [[...userIds], tenant]));
+        const r = await read((q) => q.query(`SELECT user_id, version, state::text AS state FROM ${t('users')} WHERE tenant = $2 AND user_id = ANY($1::text[])`, [[...userIds], tenant]));
         const byId = new Map(r.rows.map((row) => [String(row.user_id), row]));
         return userIds.map((id): VersionedState | null => {
           const row = byId.get(id);
@@ -782,7 +784,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         // States and idempotency records in one statement; each row says which slot it answers.
         const r = await read((q) =>
           q.query(
-            `SELECT 0 AS part, x.n, u.version, u.state, NULL::text AS event_id, NULL::text AS at
+            `SELECT 0 AS part, x.n, u.version, u.state::text AS state, NULL::text AS event_id, NULL::text AS at
                FROM unnest($1::text[]) WITH ORDINALITY AS x(id, n) JOIN ${t('users')} u ON u.tenant = $5 AND u.user_id = x.id
              UNION ALL
              SELECT 1, y.n, NULL, NULL, i.event_id, i.at
