@@ -231,20 +231,21 @@ export function ownPointsTotal(step: Step, key: string): PointsState {
 
 /** A points system's state whose `total` and `metric` records this call may write (see {@link ownPointsTotal}). */
 export function ownPointsMetric(step: Step, key: string): PointsState {
-  const ps = ownPointsTotal(step, key);
-  if (!step.owned.has(ps.metric)) {
-    ps.metric = copyRecord(ps.metric);
-    step.owned.add(ps.metric);
-  }
-  return ps;
+  return ownPointsRecord(step, key, 'metric');
 }
 
 /** A points system's state whose `total` and `time` records this call may write (see {@link ownPointsTotal}). */
 export function ownPointsTime(step: Step, key: string): PointsState {
+  return ownPointsRecord(step, key, 'time');
+}
+
+function ownPointsRecord(step: Step, key: string, field: 'metric' | 'time'): PointsState {
   const ps = ownPointsTotal(step, key);
-  if (!step.owned.has(ps.time)) {
-    ps.time = copyRecord(ps.time);
-    step.owned.add(ps.time);
+  const current: Record<string, unknown> = ps[field];
+  if (!step.owned.has(current)) {
+    const copy = copyRecord(current);
+    (ps as unknown as Record<typeof field, Record<string, unknown>>)[field] = copy;
+    step.owned.add(copy);
   }
   return ps;
 }
