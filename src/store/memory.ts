@@ -254,14 +254,11 @@ function packData(data: LedgerRow['data']): unknown {
   return frozenJsonCopy(data);
 }
 
-
 function unpackData(packed: unknown): LedgerRow['data'] {
   if (typeof packed !== 'string') return packed as LedgerRow['data'];
   const bar = packed.indexOf('|');
   return { trigger: packed.slice(bar + 1), type: packed.slice(0, bar) as AwardRow['type'] };
 }
-
-
 
 /** Options of {@link createMemoryStore}. */
 export interface MemoryStoreOptions {
