@@ -32,3 +32,44 @@ describe('memory store rank history', () => {
     ]);
   });
 });
+
+describe('memory store atomicity with malformed commits', () => {
+  it('a commit, a batch or an erasure whose rows or entries the store cannot keep throws before changing anything', async () => {
+    const { createMemoryStore } = await import('../src/memory.js');
+    const { sampleState } = await import('../src/testing/index.js');
+    const store = createMemoryStore();
+    const at = '2026-01-01T00:00:00.000Z';
+    const commitOf = (userId: string, version: number, opts: { data?: unknown; reachedAt?: string; key?: string } = {}) => ({
+      userId,
+      expectedVersion: version,
+      state: sampleState(userId, version + 1),
+      ledger: [{ id: `${userId}-${version}`, userId, kind: 'metric' as const, key: 'lessons', at, delta: 1, total: version + 1, data: (opts.data ?? { attributes: { device: 'ios' } }) as never }],
+      counters: { events: 1 },
+      idempotency: opts.key ? { userId, metricKey: 'lessons', key: opts.key, eventId: `${userId}-${version}`, at } : null,
+      leaderboard: [{ index: 'lb|a|', userId, value: version + 1, reachedAt: opts.reachedAt ?? at, date: '2026-01-01' }],
+    });
+    await store.commit(commitOf('u', 0));
+    const snapshot = async () => ({
+      user: await store.loadUser('u'),
+      other: await store.loadUser('v'),
+      ledger: await store.readUserLedger('u', { limit: 10 }),
+      entries: await store.readRange('lb|a|', 0, 10),
+      history: await store.readRankHistory('lb|a|', 'u', 10),
+      counters: await store.getCounters(['events']),
+      key: await store.getIdempotencyRecord('u', 'lessons', 'k1'),
+    });
+    const before = await snapshot();
+    // Data JSON cannot write (a BigInt), and an entry whose reachedAt is not an instant.
+    await expect(store.commit(commitOf('u', 1, { data: { n: 1n }, key: 'k1' }))).rejects.toThrow(TypeError);
+    await expect(store.commit(commitOf('u', 1, { reachedAt: 'yesterday', key: 'k1' }))).rejects.toThrow(RangeError);
+    // A batch whose second commit is malformed applies neither.
+    await expect(store.commitBatch!([commitOf('v', 0), commitOf('u', 1, { data: { n: 1n }, key: 'k1' })])).rejects.toThrow(TypeError);
+    // An erasure that resets the user to a malformed state keeps everything.
+    const reset = commitOf('u', 1, { reachedAt: 'yesterday' });
+    await expect(store.eraseUser({ userId: 'u', expectedVersion: 1, counters: { events: -1 }, reset: { state: reset.state, ledger: reset.ledger, leaderboard: reset.leaderboard } })).rejects.toThrow(RangeError);
+    expect(await snapshot()).toEqual(before);
+    // And a well-formed commit still applies.
+    await store.commit(commitOf('u', 1, { key: 'k1' }));
+    expect((await store.loadUser('u'))?.version).toBe(2);
+  });
+});

@@ -10,7 +10,7 @@ import { ConflictError, ValidationError } from '../errors.js';
 import type { AwardRow, IdempotencyRecord, LeaderboardWrite, LedgerKind, LedgerRow } from '../core/types.js';
 import type { BoostRecord } from '../core/boosts.js';
 import { instantMs, isoOf } from '../core/instants.js';
-import { OrderedIndex, type IndexEntry } from './ordered-index.js';
+import { instantOf, OrderedIndex, type IndexEntry } from './ordered-index.js';
 import type { BatchCommitOutcome, Commit, CommitResult, Erasure, ErasureResult, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState, OutboxStore } from './types.js';
 import { MemoryOutbox } from './outbox.js';
 import { frozenJsonCopy } from './json-copy.js';
@@ -70,10 +70,11 @@ class Ledger {
   }
 
   /**
-   * Stores a row after any row with the same or an earlier instant (rows mostly arrive in time order);
-   * returns its position (the length before the call unless it was slotted in before later rows).
+   * Stores a row, with its data as kept (see `packData`), after any row with the same or an earlier instant
+   * (rows mostly arrive in time order); returns its position (the length before the call unless it was
+   * slotted in before later rows).
    */
-  add(row: LedgerRow): number {
+  add(row: LedgerRow, data: unknown): number {
     const ms = instantMs(row.at);
     if (this.nums.length < (this.length + 1) * 3) {
       const grown = new Float64Array(this.nums.length * 2);
@@ -92,7 +93,7 @@ class Ledger {
     this.nums[at * 3 + 1] = row.delta;
     this.nums[at * 3 + 2] = row.total;
     this.refs[at * 2] = row.id;
-    this.refs[at * 2 + 1] = packData(row.data);
+    this.refs[at * 2 + 1] = data;
     this.length++;
     return at;
   }
@@ -158,8 +159,8 @@ class UserLedgers extends Map<string, number> {
     return no === undefined ? undefined : this.list[no];
   }
 
-  /** Stores `row` in the ledger of `k` (its kind and key), created when missing, and appends it to the log. */
-  add(k: string, row: LedgerRow): void {
+  /** Stores `row` (`data` as kept) in the ledger of `k` (its kind and key), created when missing, and appends it to the log. */
+  add(k: string, row: LedgerRow, data: unknown): void {
     let no = this.get(k);
     let ledger: Ledger;
     if (no === undefined) {
@@ -171,7 +172,7 @@ class UserLedgers extends Map<string, number> {
       else this.list.push(ledger);
     } else ledger = this.list[no] as Ledger;
     const ordinal = ledger.length;
-    const at = ledger.add(row);
+    const at = ledger.add(row, data);
     if (at !== ordinal || this.orders?.has(no)) this.reorder(no, ordinal, at);
     if (!this.wide && (no >= NARROW_NOS || ordinal >= NARROW_ORDINALS)) {
       const wide = new Float64Array(this.log.length);
@@ -312,10 +313,10 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
   // configuration's own strings, so their hashes are cached.
   const ledgers = new Map<string, UserLedgers>();
   const ledgerKey = (kind: LedgerKind, key: string) => (kind === 'metric' ? key : `${kind}\u0000${key}`);
-  const addRow = (row: LedgerRow): void => {
+  const addRow = (row: LedgerRow, data: unknown): void => {
     let mine = ledgers.get(row.userId);
     if (!mine) ledgers.set(row.userId, (mine = new UserLedgers()));
-    mine.add(ledgerKey(row.kind, row.key), row);
+    mine.add(ledgerKey(row.kind, row.key), row, data);
     if (row.kind === 'operation' && (row.key === 'createBoost' || row.key === 'deleteBoost')) boostRow(row);
   };
   // Runtime boosts (Store.listBoosts): by id, each system's ids in code-unit order, each user's ids.
@@ -422,7 +423,19 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     return null;
   };
 
-  const apply = (c: Commit): CommitResult => {
+  /**
+   * A commit's parts that can throw when malformed, done before its first change: the ledger rows' data as
+   * kept (a copy JSON cannot write throws) and the instants of its entries (an index refuses one that is
+   * not an instant). So a commit, a batch or an erasure applies whole or changes nothing.
+   */
+  const prepare = (ledger: readonly LedgerRow[], writes: readonly LeaderboardWrite[]): unknown[] => {
+    const packed: unknown[] = new Array(ledger.length);
+    for (let i = 0; i < ledger.length; i++) packed[i] = packData((ledger[i] as LedgerRow).data);
+    for (const w of writes) if (!w.remove) instantOf(w.reachedAt);
+    return packed;
+  };
+
+  const apply = (c: Commit, packed: readonly unknown[]): CommitResult => {
     const version = c.expectedVersion + 1;
     // A stored user's record is never handed out (a read builds its own VersionedState): updated in place.
     const stored = users.get(c.userId);
@@ -437,7 +450,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       if (!keys) mine.set(c.idempotency.metricKey, (keys = new Map()));
       keys.set(c.idempotency.key, `${c.idempotency.eventId}\u0000${c.idempotency.at}`);
     }
-    for (const row of c.ledger) addRow(row);
+    for (let i = 0; i < c.ledger.length; i++) addRow(c.ledger[i] as LedgerRow, packed[i]);
     for (const name of Object.keys(c.counters)) counters.set(name, (counters.get(name) ?? 0) + (c.counters[name] as number));
     const ranks = writeEntries(c.leaderboard);
     if (c.changes && c.changes.length > 0) outbox.appendCommit(c.changes, ranks, c.userId);
@@ -530,6 +543,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       throw new ConflictError(`Version conflict for user ${JSON.stringify(e.userId)}: expected ${e.expectedVersion}, found ${currentVersion}.`);
     }
     if (!current) return { erased: false, version: 0, indexes: [] };
+    const packed = e.reset ? prepare(e.reset.ledger, e.reset.leaderboard) : null;
     const indexes = new Set<string>(removedFrom.get(e.userId));
     removedFrom.delete(e.userId);
     for (const [name, b] of boards) {
@@ -549,7 +563,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     if (e.reset) {
       version = e.expectedVersion + 1;
       users.set(e.userId, { state: e.reset.state, version });
-      for (const row of e.reset.ledger) addRow(row);
+      for (let i = 0; i < e.reset.ledger.length; i++) addRow(e.reset.ledger[i] as LedgerRow, (packed as unknown[])[i]);
       const ranks = writeEntries(e.reset.leaderboard);
       if (e.reset.changes && e.reset.changes.length > 0) outbox.appendCommit(e.reset.changes, ranks, e.userId);
       outbox.setDue(e.userId, e.reset.due);
@@ -603,17 +617,18 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       if (options.beforeCommit) await options.beforeCommit(c);
       const conflict = conflictOf(c);
       if (conflict) throw conflict;
-      return apply(c);
+      return apply(c, prepare(c.ledger, c.leaderboard));
     },
     async commitBatch(commits) {
       if (options.beforeCommit) for (const c of commits) await options.beforeCommit(c);
+      const prepared = commits.map((c) => prepare(c.ledger, c.leaderboard));
       const out: BatchCommitOutcome[] = [];
       const refused = new Map<string, ConflictError>();
-      for (const c of commits) {
+      commits.forEach((c, i) => {
         const conflict = refused.get(c.userId) ?? conflictOf(c);
         if (conflict) refused.set(c.userId, conflict);
-        out.push(conflict ?? apply(c));
-      }
+        out.push(conflict ?? apply(c, prepared[i] as unknown[]));
+      });
       return out;
     },
     async readLedger(q: LedgerQuery) {

@@ -31,7 +31,7 @@ export interface OrderedIndexOptions {
 }
 
 /** {@link instantMs} of an index entry's `reachedAt`, which must be an instant. */
-function instantOf(iso: string): number {
+export function instantOf(iso: string): number {
   const ms = instantMs(iso);
   if (Number.isNaN(ms)) throw new RangeError(`OrderedIndex: reachedAt is not an ISO instant: ${JSON.stringify(iso)}`);
   return ms;
