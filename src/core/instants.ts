@@ -61,6 +61,18 @@ const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
  * leaderboard index relies on it).
  */
 export function instantMs(iso: string): number {
+  // The last instant read, remembered: a commit reads its one `now` (a single string, see isoOf) for its
+  // ledger rows and for each leaderboard write.
+  if (iso === lastMsIso) return lastMs;
+  const ms = decodeInstant(iso);
+  lastMsIso = iso;
+  lastMs = ms;
+  return ms;
+}
+let lastMsIso = '';
+let lastMs = NaN;
+
+function decodeInstant(iso: string): number {
   if (
     iso.length === 24 &&
     iso.charCodeAt(4) === 45 && // -

@@ -39,7 +39,7 @@ export interface BatchDeps {
   lock: KeyedLock;
   context: () => CoreContext;
   /** Fills ranks and thresholds into a response from its commit's result (as for single calls). */
-  fillRanks: (response: EventResponse, state: VersionedState['state'], result: CommitResult) => Promise<void>;
+  fillRanks: (response: EventResponse, state: VersionedState['state'], result: CommitResult) => Promise<void> | undefined;
   /** A commit's state with its change events and due instant (the engine's `noted`). */
   noted: (before: UserState | null, after: UserState, effects: Effects, ctx: CoreContext) => Noted;
   /** Records one event the single-call way (with its own retries): for events whose batch commit conflicted. */

@@ -28,6 +28,7 @@ import type {
   AchievementView,
   Award,
   AwardRow,
+  ChangeEvent,
   CoreContext,
   Effects,
   EventInput,
@@ -302,6 +303,16 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Users read per page when a histogram filtered by several attributes checks a group's users. */
 const HISTOGRAM_PAGE = 500;
 
+/** What {@link fillRanks} works through: the response's boards and the commit's rank changes per index. */
+interface RankFill {
+  boards: Record<string, EventLeaderboard>;
+  keys: readonly string[];
+  attributes: Readonly<Record<string, string>>;
+  seen: Map<string, [first: RankChange, last: RankChange]>;
+  /** Whether the rank index is down in this call (set by the commit, or by a failed read). */
+  index: { down: boolean };
+}
+
 /**
  * Creates an engine over a configuration and a store.
  *
@@ -420,13 +431,8 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
     return streakHistory(config, state, today, 7, [...stored, ...rows.filter((r) => r.kind === 'streak')].map((r) => r.data as StreakPeriodRow));
   }
 
-  async function commit(userId: string, loaded: VersionedState | null, state: UserState, effects: Effects, ctx: CoreContext = context()): Promise<CommitResult> {
+  function commit(userId: string, loaded: VersionedState | null, state: UserState, effects: Effects, ctx: CoreContext = context()): Promise<CommitResult> {
     const n = noted(loaded?.state ?? null, state, effects, ctx);
-    // A streak reminder carries the streak as `getStreak` shows it: its history is read for it.
-    for (const ch of n.changes ?? []) {
-      if (ch.type !== 'emails.streak_reminder_due') continue;
-      ch.payload = { ...ch.payload, streak: { ...(ch.payload.streak as object), streakHistory: await historyOf(userId, n.state, effects.ledger, ctx.now) } };
-    }
     const c: Commit = {
       userId,
       expectedVersion: loaded?.version ?? 0,
@@ -439,6 +445,18 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
     if (n.changes !== undefined) {
       c.changes = n.changes;
       c.due = n.due as string | null;
+      // A streak reminder carries the streak as `getStreak` shows it: its history is read for it (the
+      // only commit that waits for a read; the others go to the store at once, without an async step).
+      for (const ch of n.changes) if (ch.type === 'emails.streak_reminder_due') return withStreakHistories(c, n.changes, effects.ledger, ctx.now);
+    }
+    return store.commit(c);
+  }
+
+  /** {@link commit} of a commit with streak reminders: each gets the streak history, then the store commits. */
+  async function withStreakHistories(c: Commit, changes: ChangeEvent[], rows: readonly LedgerRow[], now: Date): Promise<CommitResult> {
+    for (const ch of changes) {
+      if (ch.type !== 'emails.streak_reminder_due') continue;
+      ch.payload = { ...ch.payload, streak: { ...(ch.payload.streak as object), streakHistory: await historyOf(c.userId, c.state, rows, now) } };
     }
     return store.commit(c);
   }
@@ -465,10 +483,9 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
    * durable by now, so a failing threshold read (the rank index is down) must not fail the call: that
    * board's ranks read null instead, as the rank index would have answered had it been reachable.
    */
-  async function fillRanks(boards: Record<string, EventLeaderboard>, state: UserState, result: CommitResult): Promise<void> {
+  function fillRanks(boards: Record<string, EventLeaderboard>, state: UserState, result: CommitResult): Promise<void> | undefined {
     const keys = Object.keys(boards);
-    if (keys.length === 0) return;
-    const index = { down: result.ranksUnavailable === true };
+    if (keys.length === 0) return undefined;
     // The first and last rank change of this user per index, found in one pass over the commit's changes.
     const userId = state.user.id;
     const seen = new Map<string, [first: RankChange, last: RankChange]>();
@@ -478,22 +495,36 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
       if (pair) pair[1] = r;
       else seen.set(r.index, [r, r]);
     }
-    for (const key of keys) {
-      const entry = boards[key] as EventLeaderboard;
+    return fillFrom({ boards, keys, attributes: state.user.attributes, seen, index: { down: result.ranksUnavailable === true } }, 0);
+  }
+
+  /**
+   * {@link fillRanks} from the board at position `i` on: synchronously while the commit reported each
+   * board's threshold (the usual case: no async step), from the first board whose threshold must be read
+   * on, one read after another (each read learns whether the rank index is down for the boards after it).
+   */
+  function fillFrom(f: RankFill, i: number): Promise<void> | undefined {
+    for (; i < f.keys.length; i++) {
+      const key = f.keys[i] as string;
+      const entry = f.boards[key] as EventLeaderboard;
       const b = board(key);
-      const name = boardIndexOf(b, entry.start, groupOf(b, state.user.attributes));
-      const pair = seen.get(name);
-      const first = pair?.[0];
+      const name = boardIndexOf(b, entry.start, groupOf(b, f.attributes));
+      const pair = f.seen.get(name);
       const last = pair?.[1];
-      entry.previousRank = capRank(b, first?.previousRank);
+      entry.previousRank = capRank(b, pair?.[0].previousRank);
       entry.rank = capRank(b, last?.rank);
       // A store that reports the threshold in its commit saves the read after it.
-      if (last?.threshold !== undefined && !index.down) entry.threshold = last.threshold;
-      else
-        await readRanks(index, entry, async () => {
-          entry.threshold = await thresholdOf(b, name);
-        });
+      if (last?.threshold !== undefined && !f.index.down) entry.threshold = last.threshold;
+      else return readThenFill(f, i, entry, b, name);
     }
+    return undefined;
+  }
+
+  async function readThenFill(f: RankFill, i: number, entry: EventLeaderboard, b: CompiledLeaderboard, name: string): Promise<void> {
+    await readRanks(f.index, entry, async () => {
+      entry.threshold = await thresholdOf(b, name);
+    });
+    await fillFrom(f, i + 1);
   }
 
   /**
@@ -682,7 +713,8 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
           const pre = loaded && needsReconcile(config, loaded.state) ? await reconcileFromStore(config, store, loaded.state, ctx) : null;
           const { state, response, effects } = applyValidatedEvent(config, pre ? pre.state : (loaded?.state ?? null), event, ctx);
           const result = await commit(event.user.id, loaded, state, pre ? joinEffects(pre.effects, effects) : effects, ctx);
-          await fillRanks(response.leaderboards, state, result);
+          const reads = fillRanks(response.leaderboards, state, result);
+          if (reads !== undefined) await reads;
           return response;
         },
         () => loadForEvent(event),

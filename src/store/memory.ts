@@ -32,10 +32,20 @@ interface Board {
 /** A user's place in one index: the current entry (none once removed) and the rank history rows (ranked indexes). */
 interface BoardUser {
   entry: IndexEntry | undefined;
+  /** The entry's `reachedAt` in epoch ms (read once, when written), for the index's removal of it. */
+  ms: number;
   /** One row per date, in date order. */
   rows: RankHistoryRow[] | undefined;
   /** The last of `rows`, kept here so that the common write (same or later date) reads no array. */
   last: RankHistoryRow | undefined;
+}
+
+/** What a commit's writes need that can fail, done before its first change (see `prepare`). */
+interface Prepared {
+  /** The ledger rows' data as kept, in row order. */
+  data: unknown[];
+  /** The leaderboard writes' `reachedAt` in epoch ms, in write order (NaN for a removal). */
+  ms: number[];
 }
 
 /**
@@ -428,14 +438,18 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
    * kept (a copy JSON cannot write throws) and the instants of its entries (an index refuses one that is
    * not an instant). So a commit, a batch or an erasure applies whole or changes nothing.
    */
-  const prepare = (ledger: readonly LedgerRow[], writes: readonly LeaderboardWrite[]): unknown[] => {
-    const packed: unknown[] = new Array(ledger.length);
-    for (let i = 0; i < ledger.length; i++) packed[i] = packData((ledger[i] as LedgerRow).data);
-    for (const w of writes) if (!w.remove) instantOf(w.reachedAt);
-    return packed;
+  const prepare = (ledger: readonly LedgerRow[], writes: readonly LeaderboardWrite[]): Prepared => {
+    const data: unknown[] = new Array(ledger.length);
+    for (let i = 0; i < ledger.length; i++) data[i] = packData((ledger[i] as LedgerRow).data);
+    const ms: number[] = new Array(writes.length);
+    for (let i = 0; i < writes.length; i++) {
+      const w = writes[i] as LeaderboardWrite;
+      ms[i] = w.remove ? Number.NaN : instantOf(w.reachedAt);
+    }
+    return { data, ms };
   };
 
-  const apply = (c: Commit, packed: readonly unknown[]): CommitResult => {
+  const apply = (c: Commit, prepared: Prepared): CommitResult => {
     const version = c.expectedVersion + 1;
     // A stored user's record is never handed out (a read builds its own VersionedState): updated in place.
     const stored = users.get(c.userId);
@@ -450,18 +464,19 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       if (!keys) mine.set(c.idempotency.metricKey, (keys = new Map()));
       keys.set(c.idempotency.key, `${c.idempotency.eventId}\u0000${c.idempotency.at}`);
     }
-    for (let i = 0; i < c.ledger.length; i++) addRow(c.ledger[i] as LedgerRow, packed[i]);
+    for (let i = 0; i < c.ledger.length; i++) addRow(c.ledger[i] as LedgerRow, prepared.data[i]);
     for (const name of Object.keys(c.counters)) counters.set(name, (counters.get(name) ?? 0) + (c.counters[name] as number));
-    const ranks = writeEntries(c.leaderboard);
+    const ranks = writeEntries(c.leaderboard, prepared.ms);
     if (c.changes && c.changes.length > 0) outbox.appendCommit(c.changes, ranks, c.userId);
     outbox.setDue(c.userId, c.due);
     return { version, ranks };
   };
 
-  /** Applies leaderboard writes in order (entries and rank history); their rank changes. */
-  const writeEntries = (writes: readonly LeaderboardWrite[]): RankChange[] => {
+  /** Applies leaderboard writes in order (entries and rank history), `ms` their instants; their rank changes. */
+  const writeEntries = (writes: readonly LeaderboardWrite[], ms: readonly number[]): RankChange[] => {
     const ranks: RankChange[] = [];
-    for (const w of writes) {
+    for (let i = 0; i < writes.length; i++) {
+      const w = writes[i] as LeaderboardWrite;
       if (w.remove) {
         // Where the user's entry was taken out, for an erasure's list of indexes (see `eraseUser`).
         let mine = removedFrom.get(w.userId);
@@ -476,21 +491,23 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       // The tree's remove and insert report the ranks they find (one search each, not two).
       let previousRank: number | null = null;
       if (before) {
-        const had = b.tree.remove(before);
+        const had = b.tree.remove(before, (slot as BoardUser).ms);
         if (isRanked) previousRank = had;
       }
       let after: IndexEntry | undefined;
       let rank: number | null = null;
       if (!w.remove) {
         after = { userId: w.userId, value: w.value, reachedAt: w.reachedAt };
-        const now = b.tree.insert(after);
+        const now = b.tree.insert(after, ms[i] as number);
         if (isRanked) rank = now;
       }
       // A ranked index keeps the user's history even without an entry; an unranked one forgets a removed user.
+      const afterMs = after ? (ms[i] as number) : Number.NaN;
       if (!slot) {
-        if (after || isRanked) b.users.set(w.userId, (slot = { entry: after, rows: undefined, last: undefined }));
+        if (after || isRanked) b.users.set(w.userId, (slot = { entry: after, ms: afterMs, rows: undefined, last: undefined }));
       } else {
         slot.entry = after;
+        slot.ms = afterMs;
         if (!after && !isRanked && !slot.rows) b.users.delete(w.userId);
       }
       const change: RankChange = {
@@ -543,13 +560,13 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       throw new ConflictError(`Version conflict for user ${JSON.stringify(e.userId)}: expected ${e.expectedVersion}, found ${currentVersion}.`);
     }
     if (!current) return { erased: false, version: 0, indexes: [] };
-    const packed = e.reset ? prepare(e.reset.ledger, e.reset.leaderboard) : null;
+    const prepared = e.reset ? prepare(e.reset.ledger, e.reset.leaderboard) : null;
     const indexes = new Set<string>(removedFrom.get(e.userId));
     removedFrom.delete(e.userId);
     for (const [name, b] of boards) {
       const slot = b.users.get(e.userId);
       if (!slot) continue;
-      if (slot.entry) b.tree.remove(slot.entry);
+      if (slot.entry) b.tree.remove(slot.entry, slot.ms);
       b.users.delete(e.userId);
       indexes.add(name);
       if (b.users.size === 0) boards.delete(name);
@@ -563,8 +580,8 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     if (e.reset) {
       version = e.expectedVersion + 1;
       users.set(e.userId, { state: e.reset.state, version });
-      for (let i = 0; i < e.reset.ledger.length; i++) addRow(e.reset.ledger[i] as LedgerRow, (packed as unknown[])[i]);
-      const ranks = writeEntries(e.reset.leaderboard);
+      for (let i = 0; i < e.reset.ledger.length; i++) addRow(e.reset.ledger[i] as LedgerRow, (prepared as Prepared).data[i]);
+      const ranks = writeEntries(e.reset.leaderboard, (prepared as Prepared).ms);
       if (e.reset.changes && e.reset.changes.length > 0) outbox.appendCommit(e.reset.changes, ranks, e.userId);
       outbox.setDue(e.userId, e.reset.due);
     } else {
@@ -627,7 +644,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       commits.forEach((c, i) => {
         const conflict = refused.get(c.userId) ?? conflictOf(c);
         if (conflict) refused.set(c.userId, conflict);
-        out.push(conflict ?? apply(c, prepared[i] as unknown[]));
+        out.push(conflict ?? apply(c, prepared[i] as Prepared));
       });
       return out;
     },

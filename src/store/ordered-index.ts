@@ -282,11 +282,11 @@ export class OrderedIndex {
 
   /**
    * Inserts `entry` and returns its 1-based rank (found by the insertion's own search, so a write and the
-   * rank it reports cost one search, not two).
+   * rank it reports cost one search, not two). `t`: the entry's `reachedAt` in epoch ms, when the caller has
+   * read it already.
    */
-  insert(entry: IndexEntry): number {
+  insert(entry: IndexEntry, t: number = instantOf(entry.reachedAt)): number {
     const v = entry.value;
-    const t = instantOf(entry.reachedAt);
     const id = entry.userId;
     const p = this.blockOf(v, t, id);
     const slot = this.order[p] as number;
@@ -320,11 +320,10 @@ export class OrderedIndex {
 
   /**
    * Removes the entry equal to `entry` (same value, reachedAt and userId) and returns the 1-based rank it
-   * had; 0 if it was absent.
+   * had; 0 if it was absent. `t`: as for {@link insert}.
    */
-  remove(entry: IndexEntry): number {
+  remove(entry: IndexEntry, t: number = instantOf(entry.reachedAt)): number {
     const v = entry.value;
-    const t = instantOf(entry.reachedAt);
     const id = entry.userId;
     const p = this.blockOf(v, t, id);
     const slot = this.order[p] as number;
