@@ -26,11 +26,16 @@ describe('concurrent calls lose nothing', () => {
   });
 
   it('two engines on one store (two processes) retry conflicts and lose nothing', async () => {
-    const store = createMemoryStore();
-    const a = createEngine({ config, store, retry: { attempts: 50, baseDelayMs: 1 } });
-    const b = createEngine({ config, store, retry: { attempts: 50, baseDelayMs: 1 } });
+    // A beforeCommit hook keeps the engines off the memory store's direct path (which runs a call without an
+    // async step, so nothing could come in between): each call waits for the store, as with a database.
+    const store = createMemoryStore({ beforeCommit: () => undefined });
+    let conflicts = 0;
+    const hooks = { onConflict: () => void conflicts++ };
+    const a = createEngine({ config, store, retry: { attempts: 50, baseDelayMs: 1 }, hooks });
+    const b = createEngine({ config, store, retry: { attempts: 50, baseDelayMs: 1 }, hooks });
     const calls = Array.from({ length: 100 }, (_, i) => (i % 2 ? a : b).recordEvent('lessons', { user: { id: 'shared' }, value: 1 }, { idempotencyKey: `k${i % 80}` }));
     await Promise.all(calls);
+    expect(conflicts).toBeGreaterThan(0);
     expect((await store.loadUser('shared'))?.state.metrics.lessons).toBe(80);
     expect(await store.readLedger({ userId: 'shared', kind: 'metric', key: 'lessons', order: 'asc' })).toHaveLength(80);
   });

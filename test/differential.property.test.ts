@@ -2,11 +2,12 @@
  * The differential test: the same random calls (events, identify, updates, completions, accrue, reads, clock
  * moves, operator operations: freezes, restores, pauses, preferences, points adjustments, boosts, erasure and
  * reset), hostile strings, numbers at the bounds and keys named after Object.prototype members included, go
- * to an engine on the memory store, on the PostgreSQL store (the real server when LAUREL_PG_URL is set, else
- * PGlite) and on PostgreSQL with Redis ranks (when LAUREL_REDIS_URL is set). Every response (or error code)
- * and every final state must be identical: a rule that holds on one store and not another is a bug. Calls go
- * to the default tenant and to two others (`engine.tenant`, ids differing only in case), bad tenant ids
- * included: every tenant's answers, states and change events must be identical too.
+ * to an engine on the memory store (on recordEvent's direct path, and with a store hook off it), on the
+ * PostgreSQL store (the real server when LAUREL_PG_URL is set, else PGlite) and on PostgreSQL with Redis
+ * ranks (when LAUREL_REDIS_URL is set). Every response (or error code) and every final state must be
+ * identical: a rule that holds on one store and not another is a bug. Calls go to the default tenant and to
+ * two others (`engine.tenant`, ids differing only in case), bad tenant ids included: every tenant's answers,
+ * states and change events must be identical too.
  */
 import { PGlite } from '@electric-sql/pglite';
 import fc from 'fast-check';
@@ -244,6 +245,8 @@ async function postgres(ranks: 'sql' | 'none') {
 
 const backends: Backend[] = [
   { name: 'memory', make: async () => createMemoryStore() },
+  // A store hook keeps recordEvent off the memory store's direct path: the locked path must agree with it.
+  { name: 'memory (locked path)', make: async () => createMemoryStore({ beforeCommit: () => undefined }) },
   { name: PG_URL ? 'postgres (server)' : 'postgres (PGlite)', make: () => postgres('sql') },
 ];
 if (redis) backends.push({ name: 'postgres + redis ranks', make: async () => withRankIndex(await postgres('none'), createRedisRankIndex({ redis, prefix: `${uniq('diff')}:` })) });

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AchievementKeyOf, CompiledLeaderboard, ConfigKeys, ConfigKeysOf, LaurelConfig, LeaderboardKeyOf, MetricKeyOf, PointsKeyOf } from '../config/define.js';
-import { ConflictError, isLaurelErrorCode, NoLevelsError, NotFoundError, ValidationError } from '../errors.js';
+import { ConflictError, isLaurelErrorCode, NoLevelsError, NotFoundError, storageError, ValidationError } from '../errors.js';
 import { guardStore } from './guard.js';
 import { achievementView, achievementWithProgress, listedFor } from '../core/achievements.js';
 import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkConfig, checkInstant, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
@@ -56,6 +56,7 @@ import { needsReconcile } from '../core/rules.js';
 import { applyOperation, type AdjustPointsResult, operationStreak, preferencesView, validateOperation, type PreferencesView, type UpdatePreferencesResult, type DeletePauseResult, type GrantFreezesResult, type OperationResult, type PauseStreakResult, type RestoreStreakResult } from '../core/operations.js';
 import { matchesFilter, own, userZone } from '../core/step.js';
 import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
+import { directOf, type DirectStore } from '../store/direct.js';
 import { createMemoryStore } from '../store/memory.js';
 import type { Commit, CommitResult, RankChange, Store, VersionedState } from '../store/types.js';
 import { eventOf, recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
@@ -378,6 +379,10 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
   };
   const lock = new KeyedLock();
   const changesOn = options.changes !== false && typeof store.readChanges === 'function';
+  // The direct path of recordEvent (see recordDirect): an in-process store's synchronous operations, unless
+  // a change event of this configuration may need a store read first (a streak reminder carries the
+  // streak history, read from the ledger).
+  const direct: DirectStore | null = changesOn && config.notifications.streakReminderHours !== null && config.streak !== null ? null : directOf(rawStore);
   /** The engine's clock, checked: a clock that returns an invalid or out-of-range date fails the call typed. */
   const now = (): Date => {
     const value = clock();
@@ -433,6 +438,15 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
 
   function commit(userId: string, loaded: VersionedState | null, state: UserState, effects: Effects, ctx: CoreContext = context()): Promise<CommitResult> {
     const n = noted(loaded?.state ?? null, state, effects, ctx);
+    const c = commitOf(userId, loaded, n, effects);
+    // A streak reminder carries the streak as `getStreak` shows it: its history is read for it (the only
+    // commit that waits for a read; the others go to the store at once, without an async step).
+    if (n.changes !== undefined) for (const ch of n.changes) if (ch.type === 'emails.streak_reminder_due') return withStreakHistories(c, n.changes, effects.ledger, ctx.now);
+    return store.commit(c);
+  }
+
+  /** The store commit of a call: its state with change events and due instant (`n`), and its effects. */
+  function commitOf(userId: string, loaded: VersionedState | null, n: Noted, effects: Effects): Commit {
     const c: Commit = {
       userId,
       expectedVersion: loaded?.version ?? 0,
@@ -445,11 +459,8 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
     if (n.changes !== undefined) {
       c.changes = n.changes;
       c.due = n.due as string | null;
-      // A streak reminder carries the streak as `getStreak` shows it: its history is read for it (the
-      // only commit that waits for a read; the others go to the store at once, without an async step).
-      for (const ch of n.changes) if (ch.type === 'emails.streak_reminder_due') return withStreakHistories(c, n.changes, effects.ledger, ctx.now);
     }
-    return store.commit(c);
+    return c;
   }
 
   /** {@link commit} of a commit with streak reminders: each gets the streak history, then the store commits. */
@@ -562,6 +573,38 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
     const loaded = await store.loadUser(event.user.id);
     const record = loaded && event.idempotencyKey !== undefined ? await store.getIdempotencyRecord(event.user.id, event.metricKey, event.idempotencyKey) : null;
     return { loaded, record };
+  }
+
+  /**
+   * recordEvent on a store with synchronous operations (the memory store), for a user no other call of this
+   * engine holds: load, apply and commit run one after another without an async step, so no other call can
+   * come in between and no lock turn is needed. The same steps, results and errors as the locked path; it
+   * declines (undefined, before doing anything) a state that must first be reconciled with store reads. A
+   * threshold that must be read after the commit is read holding the user's lock, as on the locked path.
+   */
+  function recordDirect(d: DirectStore, event: EventInput): EventResponse | Promise<EventResponse> | undefined {
+    const userId = event.user.id;
+    let loaded: VersionedState | null;
+    let record: IdempotencyRecord | null;
+    try {
+      loaded = d.load(userId);
+      record = event.idempotencyKey === undefined ? null : d.record(userId, event.metricKey, event.idempotencyKey);
+    } catch (error) {
+      throw storageError('store.loadForEvents', error);
+    }
+    if (record && loaded) return replayResponse(config, loaded.state, event.metricKey, record.eventId, record.key, context());
+    if (loaded && needsReconcile(config, loaded.state)) return undefined;
+    const ctx = context();
+    const { state, response, effects } = applyValidatedEvent(config, loaded?.state ?? null, event, ctx);
+    const c = commitOf(userId, loaded, noted(loaded?.state ?? null, state, effects, ctx), effects);
+    let result: CommitResult;
+    try {
+      result = d.commit(c);
+    } catch (error) {
+      throw storageError('store.commit', error);
+    }
+    const reads = fillRanks(response.leaderboards, state, result);
+    return reads === undefined ? response : lock.run(userId, () => reads.then(() => response));
   }
 
   const boostsContext = (): BoostsContext => ({ config, store, now, operate: (userId, op, opts) => operate(userId, op, opts) as never, loadUser: loadOrThrow });
@@ -705,6 +748,10 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
       opts = opts ?? {};
       const event = eventOf(metricKey as string, request, opts);
       validateEvent(config, event);
+      if (direct !== null && lock.idle(event.user.id) && !observer.active()) {
+        const response = recordDirect(direct, event);
+        if (response !== undefined) return response as EventResponse<ConfigKeysOf<C>> | Promise<EventResponse<ConfigKeysOf<C>>>;
+      }
       return withUser(
         event.user.id,
         async ({ loaded, record }) => {

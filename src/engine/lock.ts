@@ -6,6 +6,11 @@
 export class KeyedLock {
   private readonly tails = new Map<string, Promise<unknown>>();
 
+  /** Whether no call holds or waits for `key`'s lock (a call that is synchronous from here on cannot race one). */
+  idle(key: string): boolean {
+    return !this.tails.has(key);
+  }
+
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
     const previous = this.tails.get(key);
     let result: Promise<T>;

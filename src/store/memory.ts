@@ -6,6 +6,7 @@
  * (for `readUserLedger`) adds 4 bytes per row. Commits are atomic because every check runs before the first
  * change and nothing awaits in between.
  */
+import { DIRECT, type DirectStore } from './direct.js';
 import { ConflictError, ValidationError } from '../errors.js';
 import type { AwardRow, IdempotencyRecord, LeaderboardWrite, LedgerKind, LedgerRow } from '../core/types.js';
 import type { BoostRecord } from '../core/boosts.js';
@@ -600,7 +601,20 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     return { erased: true, version, indexes: [...indexes].sort(byCodeUnits) };
   };
 
-  return {
+  // The engine's direct path (src/store/direct.ts): not with a beforeCommit hook, which may wait.
+  const direct: DirectStore | null = options.beforeCommit
+    ? null
+    : {
+        load: loaded,
+        record: recordOf,
+        commit(c) {
+          const conflict = conflictOf(c);
+          if (conflict) throw conflict;
+          return apply(c, prepare(c.ledger, c.leaderboard));
+        },
+      };
+
+  const store: MemoryStore = {
     get userCount() {
       return users.size;
     },
@@ -765,4 +779,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       return boostsById.get(id) ?? null;
     },
   };
+  // Not enumerable: a store spread or listed shows only its Store methods.
+  Object.defineProperty(store, DIRECT, { value: direct });
+  return store;
 }
