@@ -4,9 +4,9 @@
  * reminders, a state to reconcile, a user whose lock is held), and give exactly what the locked path gives.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createEngine, defineConfig, type LaurelConfig } from '../src/index.js';
-import { createMemoryStore, type MemoryStore } from '../src/memory.js';
+import { createMemoryStore, type MemoryStore, type MemoryStoreOptions } from '../src/memory.js';
 import { DIRECT, directOf, type DirectStore } from '../src/store/direct.js';
 import { sequentialIds } from '../src/testing/index.js';
 import { allChanges } from './helpers.js';
@@ -31,14 +31,21 @@ const raw = {
 } as const;
 const config = defineConfig(raw as never) as LaurelConfig;
 
-/** A memory store whose async loadForEvents and commit count their calls (the same object: its direct operations stay). */
+/**
+ * A memory store and the count of its commits on the direct path and on the locked one. The direct
+ * operations are counted through the store's own DirectStore object, which the path check does not look
+ * at; the locked commits by what is left (a store whose commit is replaced is not on the direct path).
+ */
 function counted(store: MemoryStore) {
-  const calls = { load: 0, commit: 0 };
-  const load = (store.loadForEvents as NonNullable<MemoryStore['loadForEvents']>).bind(store);
-  const commit = store.commit.bind(store);
-  store.loadForEvents = (ids, lookups) => (calls.load++, load(ids, lookups));
-  store.commit = (c) => (calls.commit++, commit(c));
-  return { store, calls };
+  const d = directOf(store) as DirectStore;
+  const calls = { direct: 0, all: 0 };
+  const commit = d.commit.bind(d);
+  d.commit = (c) => (calls.direct++, commit(c));
+  return {
+    store,
+    /** Commits: on the direct path, and in all (the user's version is the number of its commits). */
+    commits: async (...users: string[]) => ({ direct: calls.direct, all: (await store.loadUsers(users)).reduce((n, u) => n + (u?.version ?? 0), 0) }),
+  };
 }
 
 const T0 = Date.parse('2026-01-05T08:00:00Z');
@@ -54,49 +61,97 @@ describe('recordEvent: the direct path on the memory store', () => {
       const request = { user: { id: 'u1' }, value: 1, attributes: { device: 'ios' } };
       expect(await a.recordEvent('lessons', request, { idempotencyKey: `k${i % 3}` })).toEqual(await b.recordEvent('lessons', request, { idempotencyKey: `k${i % 3}` }));
     }
-    expect(direct.calls).toEqual({ load: 0, commit: 0 });
-    expect(locked.calls).toEqual({ load: 4, commit: 3 });
+    expect(await direct.commits('u1')).toEqual({ direct: 3, all: 3 });
+    expect(await locked.commits('u1')).toEqual({ direct: 0, all: 3 });
   });
 
   it('is declined with observers, a beforeCommit hook, streak reminders configured, or a state to reconcile', async () => {
     const event = (engine: ReturnType<typeof createEngine>) => engine.recordEvent('lessons', { user: { id: 'u1' }, value: 1 });
     const hooked = counted(createMemoryStore());
     await event(createEngine({ config, store: hooked.store, hooks: { onCommit: () => undefined } }));
-    expect(hooked.calls.commit).toBe(1);
+    expect(await hooked.commits('u1')).toEqual({ direct: 0, all: 1 });
 
     const withHook = counted(createMemoryStore({ beforeCommit: () => undefined }));
     await event(createEngine({ config, store: withHook.store }));
-    expect(withHook.calls.commit).toBe(1);
+    expect(await withHook.commits('u1')).toEqual({ direct: 0, all: 1 });
 
-    const reminding = counted(createMemoryStore());
     const reminders = defineConfig({ ...raw, notifications: { streakReminder: { hoursBefore: 4 } } } as never);
+    const reminding = counted(createMemoryStore());
     await event(createEngine({ config: reminders, store: reminding.store }));
-    expect(reminding.calls.commit).toBe(1);
+    expect(await reminding.commits('u1')).toEqual({ direct: 0, all: 1 });
     // Without changes the reminder needs no read: the direct path again.
     const quiet = counted(createMemoryStore());
     await event(createEngine({ config: reminders, store: quiet.store, changes: false }));
-    expect(quiet.calls.commit).toBe(0);
+    expect(await quiet.commits('u1')).toEqual({ direct: 1, all: 1 });
 
     // A state written under another configuration is reconciled (store reads) on the locked path.
     const evolving = counted(createMemoryStore());
     await event(createEngine({ config, store: evolving.store }));
-    expect(evolving.calls.commit).toBe(0);
+    expect(await evolving.commits('u1')).toEqual({ direct: 1, all: 1 });
     const changed = defineConfig({ ...raw, achievements: [{ key: 'one', name: 'One', trigger: 'metric', metricKey: 'lessons', metricValue: 1 }] } as never);
     await event(createEngine({ config: changed, store: evolving.store }));
-    expect(evolving.calls.commit).toBe(1);
+    expect(await evolving.commits('u1')).toEqual({ direct: 1, all: 2 });
     expect((await evolving.store.loadUser('u1'))?.state.achievements).toHaveProperty('one');
   });
 
+  it('is declined while the store\'s commit or loadForEvents is not its own: a spy, a patch, a wrapper or a proxy is never skipped', async () => {
+    const event = (engine: ReturnType<typeof createEngine>) => engine.recordEvent('lessons', { user: { id: 'u1' }, value: 1 });
+    // A spy that injects a fault, then restored: the direct path again.
+    const spied = counted(createMemoryStore());
+    const engine = createEngine({ config, store: spied.store, clock: () => new Date(T0) });
+    const spy = vi.spyOn(spied.store, 'commit').mockRejectedValueOnce(new Error('db down'));
+    await expect(event(engine)).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE', message: 'store.commit failed: db down' });
+    await event(engine);
+    expect(spy).toHaveBeenCalledTimes(2);
+    spy.mockRestore();
+    await event(engine);
+    expect(await spied.commits('u1')).toEqual({ direct: 1, all: 2 });
+
+    // A patched loadForEvents sees every recordEvent.
+    const patched = createMemoryStore();
+    const loads: string[] = [];
+    const load = (patched.loadForEvents as NonNullable<MemoryStore['loadForEvents']>).bind(patched);
+    patched.loadForEvents = (ids, lookups) => (loads.push(...ids), load(ids, lookups));
+    await event(createEngine({ config, store: patched }));
+    expect(loads).toEqual(['u1']);
+
+    // A wrapper (Object.create) that overrides commit, and a read-only proxy.
+    const inner = createMemoryStore();
+    const wrapper = Object.create(inner) as MemoryStore;
+    let commits = 0;
+    wrapper.commit = async (c) => (commits++, inner.commit(c));
+    await event(createEngine({ config, store: wrapper }));
+    expect(commits).toBe(1);
+    const readOnly = new Proxy(inner, {
+      get: (target, prop, receiver) =>
+        prop === 'commit'
+          ? async () => {
+              throw new Error('read-only');
+            }
+          : Reflect.get(target, prop, receiver),
+    });
+    await expect(event(createEngine({ config, store: readOnly }))).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE' });
+    expect((await inner.loadUser('u1'))?.version).toBe(1);
+
+    // A beforeCommit hook set on the options after the store was made.
+    const options: MemoryStoreOptions = {};
+    const late = createMemoryStore(options);
+    const hooked: string[] = [];
+    options.beforeCommit = (c) => void hooked.push(c.userId);
+    await event(createEngine({ config, store: late }));
+    expect(hooked).toEqual(['u1']);
+  });
+
   it('waits its turn behind a call that holds the user, and concurrent calls lose nothing', async () => {
-    const { store, calls } = counted(createMemoryStore());
+    const { store, commits } = counted(createMemoryStore());
     const engine = createEngine({ config, store, clock: () => new Date(T0) });
     // identifyUser holds u1's lock while it waits for the store: the events for u1 queue behind it (locked
     // path); those for u2 go straight through.
     const identify = engine.identifyUser({ id: 'u1', name: 'Ann' });
     const events = Array.from({ length: 40 }, (_, i) => engine.recordEvent('lessons', { user: { id: i % 2 ? 'u1' : 'u2' }, value: 1 }, { idempotencyKey: `k${i % 30}` }));
     await Promise.all([identify, ...events]);
-    // The locked path's commits: identifyUser's and u1's 15 events (u2's 15 went the direct way).
-    expect(calls.commit).toBe(16);
+    // u1: identifyUser and its 15 events on the locked path; u2's 15 went the direct way.
+    expect(await commits('u1', 'u2')).toEqual({ direct: 15, all: 31 });
     for (const [id, total] of [['u1', 15], ['u2', 15]] as const) {
       const state = (await store.loadUser(id))?.state;
       expect(state?.metrics.lessons).toBe(total);
@@ -113,6 +168,7 @@ describe('recordEvent: the direct path on the memory store', () => {
     const store = Object.create(inner) as MemoryStore;
     Object.defineProperty(store, DIRECT, {
       value: {
+        usable: () => true,
         load: (id: string) => ops.load(id),
         record: (u: string, m: string, k: string) => ops.record(u, m, k),
         commit: (c: Parameters<DirectStore['commit']>[0]) => {

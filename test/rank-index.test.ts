@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConflictError, isLaurelErrorCode, StorageUnavailableError } from '../src/errors.js';
 import { createMemoryStore } from '../src/memory.js';
-import { withRankIndex, type RankIndex, type VersionedWrite } from '../src/index.js';
+import { createEngine, defineConfig, withRankIndex, type RankIndex, type VersionedWrite } from '../src/index.js';
 import { sampleState } from '../src/testing/index.js';
 import type { BatchCommitOutcome, Commit, CommitResult, EventLoad, Store } from '../src/store/types.js';
 import type { LeaderboardWrite } from '../src/core/types.js';
@@ -204,4 +204,42 @@ describe('withRankIndex: commitBatch', () => {
     await expect(withRankIndex(store, index).commitBatch?.(batch())).rejects.toBe(boom);
     expect(calls).toHaveLength(0);
   });
+});
+
+describe('an event response\'s ranks and thresholds read from a rank index after the commit', () => {
+  const config = defineConfig({
+    metrics: [{ key: 'm', name: 'M' }],
+    leaderboards: [
+      { key: 'a', name: 'A', rankBy: 'metric', metricKey: 'm', start: '2026-01-01', maxParticipants: 1 },
+      { key: 'b', name: 'B', rankBy: 'metric', metricKey: 'm', start: '2026-01-01', runUnit: 'month', maxParticipants: 5 },
+      { key: 'c', name: 'C', rankBy: 'metric', metricKey: 'm', start: '2026-01-01', runUnit: 'year' },
+    ],
+  });
+  for (const failAt of [0, 1, 2, 99]) {
+    it(`are read one board after another; a read that fails (read ${failAt}) nulls that board and every later one, once`, async () => {
+      const reads: string[] = [];
+      const degraded: unknown[] = [];
+      // A rank index that ranks each write by its place in the call and reports no threshold: the engine reads it.
+      const index = {
+        apply: async (ws: { index: string; userId: string; value?: number }[]) => ws.map((w, i) => ({ index: w.index, userId: w.userId, previousRank: null, rank: i + 1, previousValue: null, value: w.value ?? null })),
+        readRange: async (ix: string) => {
+          reads.push(ix);
+          if (reads.length - 1 === failAt) throw new StorageUnavailableError('down');
+          return [{ userId: 'x', value: 42, reachedAt: '2026-01-01T00:00:00.000Z', rank: 1 }];
+        },
+        getEntry: async () => null,
+        countEntries: async () => 0,
+        readRankHistory: async () => [],
+        scanUsers: async () => [],
+        erase: async () => undefined,
+      } as unknown as RankIndex;
+      const engine = createEngine({ config, store: withRankIndex(createMemoryStore(), index), clock: () => new Date('2026-03-05T00:00:00Z'), onDegraded: (e) => degraded.push(e) });
+      const res = await engine.recordEvent('m', { user: { id: 'u' }, value: 1 });
+      const got = Object.entries(res.leaderboards).map(([k, b]) => [k, b.rank, b.threshold]);
+      const ok = Math.min(failAt, 3);
+      expect(reads).toHaveLength(Math.min(failAt + 1, 3));
+      expect(got).toEqual(['a', 'b', 'c'].map((k, i) => [k, i < ok ? i + 1 : null, i < ok ? 42 : 0]));
+      expect(degraded).toHaveLength(failAt < 3 ? 1 : 0);
+    });
+  }
 });

@@ -381,7 +381,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
   const changesOn = options.changes !== false && typeof store.readChanges === 'function';
   // The direct path of recordEvent (see recordDirect): an in-process store's synchronous operations, unless
   // a change event of this configuration may need a store read first (a streak reminder carries the
-  // streak history, read from the ledger).
+  // streak history, read from the ledger). Each call checks that the store's methods are still its own.
   const direct: DirectStore | null = changesOn && config.notifications.streakReminderHours !== null && config.streak !== null ? null : directOf(rawStore);
   /** The engine's clock, checked: a clock that returns an invalid or out-of-range date fails the call typed. */
   const now = (): Date => {
@@ -748,7 +748,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
       opts = opts ?? {};
       const event = eventOf(metricKey as string, request, opts);
       validateEvent(config, event);
-      if (direct !== null && lock.idle(event.user.id) && !observer.active()) {
+      if (direct !== null && direct.usable(rawStore) && lock.idle(event.user.id) && !observer.active()) {
         const response = recordDirect(direct, event);
         if (response !== undefined) return response as EventResponse<ConfigKeysOf<C>> | Promise<EventResponse<ConfigKeysOf<C>>>;
       }

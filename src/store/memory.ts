@@ -601,18 +601,18 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     return { erased: true, version, indexes: [...indexes].sort(byCodeUnits) };
   };
 
-  // The engine's direct path (src/store/direct.ts): not with a beforeCommit hook, which may wait.
-  const direct: DirectStore | null = options.beforeCommit
-    ? null
-    : {
-        load: loaded,
-        record: recordOf,
-        commit(c) {
-          const conflict = conflictOf(c);
-          if (conflict) throw conflict;
-          return apply(c, prepare(c.ledger, c.leaderboard));
-        },
-      };
+  // The engine's direct path (src/store/direct.ts): usable while the store's methods are its own (see below)
+  // and it has no beforeCommit hook, which may wait.
+  const direct: DirectStore = {
+    usable: (via) => options.beforeCommit === undefined && (via as Store).commit === ownCommit && (via as Store).loadForEvents === ownLoad,
+    load: loaded,
+    record: recordOf,
+    commit(c) {
+      const conflict = conflictOf(c);
+      if (conflict) throw conflict;
+      return apply(c, prepare(c.ledger, c.leaderboard));
+    },
+  };
 
   const store: MemoryStore = {
     get userCount() {
@@ -779,6 +779,9 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       return boostsById.get(id) ?? null;
     },
   };
+  // The methods as made here: the direct path is only taken while the store's still are these.
+  const ownCommit = store.commit;
+  const ownLoad = store.loadForEvents;
   // Not enumerable: a store spread or listed shows only its Store methods.
   Object.defineProperty(store, DIRECT, { value: direct });
   return store;
