@@ -1756,8 +1756,6 @@ $fn$;
 -- - Generic plans for every statement (plan_cache_mode): statements whose custom plans looked cheaper (the ledger,
 --   outbox and counters inserts, on the applied commits) were planned again on every call.
 -- - One commit: no late unranked writes (each write goes in its turn, as the late statement's rows would).
--- - A ranked write's ranks from one count of the entries ahead of the user's previous entry and a count of the
---   entries between its previous and its new key (not two counts from the start of the index).
 -- - The rank_changed markers settled in the function's own loop over the commit's changes, from the first and
 --   last rank change of each index of the commit's user (kept while writing), not by a query over its writes.
 CREATE OR REPLACE FUNCTION "{{schema}}".commit_batch(commits jsonb, token text, sql_ranks boolean, tenant_id text) RETURNS jsonb
@@ -1897,28 +1895,18 @@ BEGIN
         -- Previous value and rank, and the entries ahead of the new key, in one read (before the write: the
         -- user's own previous entry is taken off the count when it is ahead of the new key).
         u16 := "{{schema}}".utf16_hex(w."userId");
-        -- (009) In one statement: the previous entry's value and rank (the entries ahead of it), and the new
-        -- rank from the entries between the previous key and the new one; the entries ahead of the new key when
-        -- there is no previous entry.
-        SELECT e.value, b.cnt + 1,
-            CASE WHEN e.user_id IS NULL THEN
-                (SELECT count(*) FROM "{{schema}}".entries x
-                  WHERE x.tenant = tenant_id AND x.idx = w.index AND (x.neg_value, x.reached_at, x.user_utf16) < (-w_value, w."reachedAt", u16)) + 1
-              WHEN (e.neg_value, e.reached_at, e.user_utf16) < (-w_value, w."reachedAt", u16) THEN
-                b.cnt + 1 + (SELECT count(*) FROM "{{schema}}".entries x
-                  WHERE x.tenant = tenant_id AND x.idx = w.index AND (x.neg_value, x.reached_at, x.user_utf16) > (e.neg_value, e.reached_at, e.user_utf16)
-                    AND (x.neg_value, x.reached_at, x.user_utf16) < (-w_value, w."reachedAt", u16))
-              ELSE
-                b.cnt + 1 - (SELECT count(*) FROM "{{schema}}".entries x
-                  WHERE x.tenant = tenant_id AND x.idx = w.index AND (x.neg_value, x.reached_at, x.user_utf16) >= (-w_value, w."reachedAt", u16)
-                    AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16))
-            END
-          INTO prev_value, prev_rank, new_rank
-          FROM (SELECT 1) d
-          LEFT JOIN "{{schema}}".entries e ON e.tenant = tenant_id AND e.idx = w.index AND e.user_id = w."userId"
+        SELECT p.value, p.rank, p.lt, n.cnt + 1
+          INTO prev_value, prev_rank, lt_prev, new_rank
+          FROM (SELECT count(*) AS cnt FROM "{{schema}}".entries x
+                  WHERE x.tenant = tenant_id AND x.idx = w.index AND (x.neg_value, x.reached_at, x.user_utf16) < (-w_value, w."reachedAt", u16)) n
           LEFT JOIN LATERAL (
-            SELECT count(*) AS cnt FROM "{{schema}}".entries x
-              WHERE x.tenant = e.tenant AND x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16)) b ON e.user_id IS NOT NULL;
+            SELECT e.value,
+              (SELECT count(*) FROM "{{schema}}".entries x WHERE x.tenant = e.tenant AND x.idx = e.idx AND (x.neg_value, x.reached_at, x.user_utf16) < (e.neg_value, e.reached_at, e.user_utf16)) + 1 AS rank,
+              (e.neg_value, e.reached_at, e.user_utf16) < (-w_value, w."reachedAt", u16) AS lt
+            FROM "{{schema}}".entries e WHERE e.tenant = tenant_id AND e.idx = w.index AND e.user_id = w."userId") p ON true;
+        IF coalesce(lt_prev, false) THEN
+          new_rank := new_rank - 1;
+        END IF;
         -- The entry and the rank history in one statement. The first write of a day keeps its previous rank
         -- and value; every write sets the current ones.
         WITH up AS (
