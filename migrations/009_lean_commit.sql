@@ -3,14 +3,14 @@
 -- and change events. Nothing else changes.
 
 -- commit_batch(commits, token, sql_ranks, tenant_id): as in migration 008, with less server work per call.
--- - Generic plans for every statement (plan_cache_mode): statements whose custom plans looked cheaper (the ledger,
---   outbox and counters inserts, on the applied commits) were planned again on every call.
+-- - One commit: its ledger rows, counters and change events inserted straight from it. The statements over the
+--   applied commits (x.i = ANY (applied), unnest(outbox_sets)) were planned again on every call (their custom
+--   plans looked cheaper than a generic one); these are planned once per session.
 -- - One commit: no late unranked writes (each write goes in its turn, as the late statement's rows would).
 -- - The rank_changed markers settled in the function's own loop over the commit's changes, from the first and
 --   last rank change of each index of the commit's user (kept while writing), not by a query over its writes.
 CREATE OR REPLACE FUNCTION "{{schema}}".commit_batch(commits jsonb, token text, sql_ranks boolean, tenant_id text) RETURNS jsonb
   LANGUAGE plpgsql
-  SET plan_cache_mode = force_generic_plan
   AS $fn$
 DECLARE
   c jsonb;
@@ -257,12 +257,20 @@ BEGIN
 
   IF cardinality(applied) > 0 THEN
     -- Ledger rows of the applied commits in one statement, in order (seq follows it).
-    INSERT INTO "{{schema}}".ledger (tenant, id, user_id, kind, key, at, delta, total, data)
-      SELECT tenant_id, r.id, r."userId", r.kind, r.key, r.at, r.delta, r.total, r.data
-      FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i),
-        ROWS FROM (jsonb_to_recordset(x.e->'ledger') AS (id text, "userId" text, kind text, key text, at text, delta double precision, total double precision, data jsonb)) WITH ORDINALITY AS r
-      WHERE x.i = ANY (applied)
-      ORDER BY x.i, r.ordinality;
+    IF one THEN
+      -- (009) The one commit (applied): its rows.
+      INSERT INTO "{{schema}}".ledger (tenant, id, user_id, kind, key, at, delta, total, data)
+        SELECT tenant_id, r.id, r."userId", r.kind, r.key, r.at, r.delta, r.total, r.data
+        FROM ROWS FROM (jsonb_to_recordset(commits->0->'ledger') AS (id text, "userId" text, kind text, key text, at text, delta double precision, total double precision, data jsonb)) WITH ORDINALITY AS r
+        ORDER BY r.ordinality;
+    ELSE
+      INSERT INTO "{{schema}}".ledger (tenant, id, user_id, kind, key, at, delta, total, data)
+        SELECT tenant_id, r.id, r."userId", r.kind, r.key, r.at, r.delta, r.total, r.data
+        FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i),
+          ROWS FROM (jsonb_to_recordset(x.e->'ledger') AS (id text, "userId" text, kind text, key text, at text, delta double precision, total double precision, data jsonb)) WITH ORDINALITY AS r
+        WHERE x.i = ANY (applied)
+        ORDER BY x.i, r.ordinality;
+    END IF;
     -- Idempotency records under their primary key. The checks above cannot miss one that another
     -- transaction wrote (it had to hold the user's row first); should one be found here anyway, the whole
     -- statement is refused as a serialization failure, which changes nothing.
@@ -301,16 +309,33 @@ BEGIN
         ORDER BY s.key COLLATE "C"
         ON CONFLICT (tenant, idx) DO UPDATE SET n = "{{schema}}".index_sizes.n + EXCLUDED.n;
     END IF;
-    INSERT INTO "{{schema}}".counters (tenant, name, value)
-      SELECT tenant_id, k.key, sum(k.value::bigint)::bigint
-      FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i), jsonb_each_text(x.e->'counters') AS k
-      WHERE x.i = ANY (applied)
-      GROUP BY k.key
-      ORDER BY k.key COLLATE "C"
-      ON CONFLICT (tenant, name) DO UPDATE SET value = "{{schema}}".counters.value + EXCLUDED.value;
+    IF NOT one THEN
+      INSERT INTO "{{schema}}".counters (tenant, name, value)
+        SELECT tenant_id, k.key, sum(k.value::bigint)::bigint
+        FROM jsonb_array_elements(commits) WITH ORDINALITY AS x(e, i), jsonb_each_text(x.e->'counters') AS k
+        WHERE x.i = ANY (applied)
+        GROUP BY k.key
+        ORDER BY k.key COLLATE "C"
+        ON CONFLICT (tenant, name) DO UPDATE SET value = "{{schema}}".counters.value + EXCLUDED.value;
+    ELSIF coalesce(commits->0->'counters', '{}'::jsonb) <> '{}'::jsonb THEN
+      -- (009) The one commit's counters (none: no statement).
+      INSERT INTO "{{schema}}".counters (tenant, name, value)
+        SELECT tenant_id, k.key, sum(k.value::bigint)::bigint
+        FROM jsonb_each_text(commits->0->'counters') AS k
+        GROUP BY k.key
+        ORDER BY k.key COLLATE "C"
+        ON CONFLICT (tenant, name) DO UPDATE SET value = "{{schema}}".counters.value + EXCLUDED.value;
+    END IF;
     -- (007) The change events of the applied commits, in commit order (seq follows it). An event id stored
     -- already is not stored again.
-    IF cardinality(outbox_sets) > 0 THEN
+    IF one AND cardinality(outbox_sets) > 0 THEN
+      -- (009) The one commit's events.
+      INSERT INTO "{{schema}}".outbox (tenant, id, type, user_id, at, payload)
+        SELECT tenant_id, x.ev->>'id', x.ev->>'type', x.ev->>'userId', x.ev->>'at', coalesce(x.ev->'payload', '{}'::jsonb)
+        FROM jsonb_array_elements(outbox_sets[1]) WITH ORDINALITY AS x(ev, i)
+        ORDER BY x.i
+        ON CONFLICT (tenant, id) DO NOTHING;
+    ELSIF cardinality(outbox_sets) > 0 THEN
       INSERT INTO "{{schema}}".outbox (tenant, id, type, user_id, at, payload)
         SELECT tenant_id, x.ev->>'id', x.ev->>'type', x.ev->>'userId', x.ev->>'at', coalesce(x.ev->'payload', '{}'::jsonb)
         FROM unnest(outbox_sets) WITH ORDINALITY AS s(evs, k), jsonb_array_elements(s.evs) WITH ORDINALITY AS x(ev, i)
