@@ -755,6 +755,15 @@ async function withPool<T>(url: string, fn: (pool: import('pg').Pool) => Promise
   }
 }
 
+/**
+ * Warns when the database holds many schemas (test runs leave one per test behind): each call of a schema's
+ * function looks its name up through all of them, which costs the server some 120 µs per call at 20,000.
+ */
+async function warnOfCrowdedDatabase(url: string) {
+  const n = await withPool(url, async (pool) => Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM pg_namespace')).rows[0]?.n ?? 0));
+  if (n > 1000) console.log(`!! this database holds ${fmt(n)} schemas: function name look-ups slow every call down; measure in a fresh database (CREATE DATABASE ...)`);
+}
+
 async function dropSchema(url: string, schema: string) {
   await withPool(url, (pool) => pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
 }
@@ -819,6 +828,7 @@ async function storage() {
     for (const id of ['pgRatio', 'pgP99', 'pgScale'] as const) notMeasured(id, 'LAUREL_PG_URL not set');
     return;
   }
+  await warnOfCrowdedDatabase(url);
   // The bare loop runs just before and just after the engine's 1-process run; its figures are the mean of
   // the two, so that load on the shared server during the engine run weighs on both sides alike.
   const bareBefore = await bareRun(url, CALLS);
@@ -857,6 +867,7 @@ async function batch() {
   }
   const { createPostgresStore } = await import('../../src/postgres.js');
   const { multiConfig } = await import('./workers/shared.js');
+  await warnOfCrowdedDatabase(url);
   const schema = benchSchema('batch');
   await withPool(url, async (pool) => {
     const store = createPostgresStore({ client: pool, schema });
