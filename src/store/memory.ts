@@ -473,6 +473,13 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     return { version, ranks };
   };
 
+  /** A commit, checked and applied with nothing awaited: a conflict throws with nothing changed. */
+  const commitNow = (c: Commit): CommitResult => {
+    const conflict = conflictOf(c);
+    if (conflict) throw conflict;
+    return apply(c, prepare(c.ledger, c.leaderboard));
+  };
+
   /** Applies leaderboard writes in order (entries and rank history), `ms` their instants; their rank changes. */
   const writeEntries = (writes: readonly LeaderboardWrite[], ms: readonly number[]): RankChange[] => {
     const ranks: RankChange[] = [];
@@ -607,11 +614,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     usable: (via) => options.beforeCommit === undefined && (via as Store).commit === ownCommit && (via as Store).loadForEvents === ownLoad,
     load: loaded,
     record: recordOf,
-    commit(c) {
-      const conflict = conflictOf(c);
-      if (conflict) throw conflict;
-      return apply(c, prepare(c.ledger, c.leaderboard));
-    },
+    commit: commitNow,
   };
 
   const store: MemoryStore = {
@@ -646,9 +649,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     },
     async commit(c) {
       if (options.beforeCommit) await options.beforeCommit(c);
-      const conflict = conflictOf(c);
-      if (conflict) throw conflict;
-      return apply(c, prepare(c.ledger, c.leaderboard));
+      return commitNow(c);
     },
     async commitBatch(commits) {
       if (options.beforeCommit) for (const c of commits) await options.beforeCommit(c);
