@@ -1,7 +1,8 @@
 /**
  * `npm run bench [section]`: the performance targets, each measured as a ratio against a bare baseline
  * measured in the same run, with PASS/FAIL, and a closing markdown table for the README. Not part of
- * `npm test`. Run on an idle machine; `LAUREL_PG_URL` and `LAUREL_REDIS_URL` enable the server sections.
+ * `npm test`. Run on an idle machine; `LAUREL_PG_URL` and `LAUREL_REDIS_URL` enable the server sections (the
+ * PostgreSQL ones run in a database each creates on that server and drops afterwards).
  *
  * Sections: foundation, pure, history, idle, boards, memory, points, leaderboards, http, storage, batch,
  * redis; no argument runs them all. The memory section runs in a child process under
@@ -764,6 +765,25 @@ async function warnOfCrowdedDatabase(url: string) {
   if (n > 1000) console.log(`!! this database holds ${fmt(n)} schemas: function name look-ups slow every call down; measure in a fresh database (CREATE DATABASE ...)`);
 }
 
+/**
+ * A database made for one section on `given`'s server, and how to drop it: so that what other runs left in
+ * `given`'s database (test runs leave a schema per test) does not weigh on the figures. Without the
+ * privilege to create one, `given` itself (with a warning when it is crowded).
+ */
+async function benchDatabase(given: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `laurel_bench_${Date.now().toString(36)}`;
+  try {
+    await withPool(given, (pool) => pool.query(`CREATE DATABASE "${name}"`));
+  } catch (error) {
+    console.log(`(could not create a database for this section: ${(error as Error).message}; measuring in the given one)`);
+    await warnOfCrowdedDatabase(given);
+    return { url: given, drop: async () => undefined };
+  }
+  const url = new URL(given);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => withPool(given, (pool) => pool.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined) };
+}
+
 async function dropSchema(url: string, schema: string) {
   await withPool(url, (pool) => pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
 }
@@ -822,13 +842,22 @@ async function storage() {
   const CALLS = 10_000;
   header(`recordEvent on PostgreSQL (the multi-process workload: ${fmt(CALLS)} calls over 200 users, 20% duplicate keys, 8 in flight per process)`);
   console.log(`PGlite (in-process WASM Postgres), 1 process, 2,000 calls: ${describe(await engineRun('pglite', 1, 2000))}`);
-  const url = process.env.LAUREL_PG_URL;
-  if (!url) {
+  const given = process.env.LAUREL_PG_URL;
+  if (!given) {
     console.log('(set LAUREL_PG_URL for the PostgreSQL server figures)');
     for (const id of ['pgRatio', 'pgP99', 'pgScale'] as const) notMeasured(id, 'LAUREL_PG_URL not set');
     return;
   }
-  await warnOfCrowdedDatabase(url);
+  const db = await benchDatabase(given);
+  try {
+    await storageIn(db.url, CALLS);
+  } finally {
+    await db.drop();
+  }
+}
+
+/** The PostgreSQL server figures of {@link storage}, in the database at `url`. */
+async function storageIn(url: string, CALLS: number) {
   // The bare loop runs just before and just after the engine's 1-process run; its figures are the mean of
   // the two, so that load on the shared server during the engine run weighs on both sides alike.
   const bareBefore = await bareRun(url, CALLS);
@@ -859,15 +888,24 @@ type BatchOutcome = { ok: true; response: unknown } | { ok: false; error: unknow
 
 async function batch() {
   header('recordEvents on PostgreSQL: batches of 100 events over 100 users vs single recordEvent calls (same server, config and users)');
-  const url = process.env.LAUREL_PG_URL;
-  if (!url) {
+  const given = process.env.LAUREL_PG_URL;
+  if (!given) {
     console.log('(set LAUREL_PG_URL for the batch figures)');
     notMeasured('batch', 'LAUREL_PG_URL not set');
     return;
   }
+  const db = await benchDatabase(given);
+  try {
+    await batchIn(db.url);
+  } finally {
+    await db.drop();
+  }
+}
+
+/** The figures of {@link batch}, in the database at `url`. */
+async function batchIn(url: string) {
   const { createPostgresStore } = await import('../../src/postgres.js');
   const { multiConfig } = await import('./workers/shared.js');
-  await warnOfCrowdedDatabase(url);
   const schema = benchSchema('batch');
   await withPool(url, async (pool) => {
     const store = createPostgresStore({ client: pool, schema });
