@@ -55,6 +55,7 @@ const TARGETS = {
   pgRatio: { section: 'storage', text: 'PostgreSQL server, 1 process, 8 in flight: recordEvent within 2x of a bare upsert loop', ratio: 'bare rate / recordEvent rate; ≤ 2' },
   pgP99: { section: 'storage', text: 'PostgreSQL server, 1 process, 8 in flight: recordEvent p99 ≤ 10 ms', ratio: 'p99 / bare loop p99 (verdict on the absolute p99)' },
   pgScale: { section: 'storage', text: 'PostgreSQL server: 4 processes at least as fast as 1', ratio: '4-process rate / 1-process rate; ≥ 1' },
+  pgFloor: { section: 'storage', text: 'PostgreSQL server, 1 process, 8 in flight: the floor, the rows recordEvent writes as one plain statement per call into Laurel\'s tables (no rules, ranks or function)', ratio: 'bare rate / floor rate (figures only)' },
   batch: { section: 'batch', text: 'PostgreSQL: recordEvents, batches of 100 events over 100 users, ≥ 10x the single-call rate', ratio: 'batch event rate / best single-call rate; ≥ 10' },
   redis: { section: 'redis', text: 'Redis, 1,000,000 entries: index.apply update+rank median within 1.5x of a bare ZADD+ZRANK pipeline', ratio: 'apply median / pipeline median; ≤ 1.5' },
   memBytes: { section: 'memory', text: 'Memory store, rich config: bytes per user and per event (heap after gc)', ratio: 'none (figures only)' },
@@ -824,6 +825,21 @@ async function engineRun(url: string, processes: number, calls: number, redisPre
   }
 }
 
+/**
+ * The floor (test/bench/workers/floor.ts): the same planned calls, each writing the rows a recordEvent writes,
+ * at their real sizes, into a migrated Laurel schema with one plain statement; 8 in flight, one process.
+ */
+async function floorRun(url: string, calls: number): Promise<RunFigures> {
+  const schema = benchSchema('floor');
+  const { createPostgresStore } = await import('../../src/postgres.js');
+  await withPool(url, (pool) => createPostgresStore({ client: pool, schema }).migrate());
+  try {
+    return await runWorkers(url, 1, () => ['test/bench/workers/floor.ts', schema, String(calls)]);
+  } finally {
+    await dropSchema(url, schema);
+  }
+}
+
 /** The bare baseline: the same planned calls, each one upsert statement, 8 in flight, one process. */
 async function bareRun(url: string, calls: number): Promise<RunFigures> {
   const schema = benchSchema('bare');
@@ -845,7 +861,7 @@ async function storage() {
   const given = process.env.LAUREL_PG_URL;
   if (!given) {
     console.log('(set LAUREL_PG_URL for the PostgreSQL server figures)');
-    for (const id of ['pgRatio', 'pgP99', 'pgScale'] as const) notMeasured(id, 'LAUREL_PG_URL not set');
+    for (const id of ['pgRatio', 'pgP99', 'pgScale', 'pgFloor'] as const) notMeasured(id, 'LAUREL_PG_URL not set');
     return;
   }
   const db = await benchDatabase(given);
@@ -868,12 +884,15 @@ async function storageIn(url: string, CALLS: number) {
   console.log(`bare upsert loop, after:                     ${describe(bareAfter)}`);
   const mean = (a: number, b: number) => (a + b) / 2;
   const bare = { calls: CALLS, rate: mean(bareBefore.rate, bareAfter.rate), p50: mean(bareBefore.p50, bareAfter.p50), p99: mean(bareBefore.p99, bareAfter.p99) };
+  const floor = await floorRun(url, CALLS);
+  console.log(`floor (the rows of each call, one plain statement into Laurel's tables), 1 process: ${describe(floor)}`);
   const four = await engineRun(url, 4, CALLS);
   console.log(`recordEvent, PostgreSQL server, 4 processes: ${describe(four)}`);
   if (process.env.LAUREL_REDIS_URL) console.log(`recordEvent, PostgreSQL server + Redis ranks, 4 processes: ${describe(await engineRun(url, 4, CALLS, `bench_${Date.now().toString(36)}:`))}`);
   const ratio = bare.rate / one.rate;
   verdict('pgRatio', `${fmt(one.rate)} calls/s vs bare upsert ${fmt(bare.rate)} calls/s (mean of 2 runs)`, x(ratio), ratio <= 2);
   verdict('pgP99', `p99 ${fmt(one.p99, 1)} ms (p50 ${fmt(one.p50, 1)} ms; bare p99 ${fmt(bare.p99, 1)} ms)`, x(one.p99 / bare.p99, 1), one.p99 <= 10);
+  verdict('pgFloor', `floor ${fmt(floor.rate)} calls/s vs bare upsert ${fmt(bare.rate)} calls/s; recordEvent ${fmt(one.rate)} calls/s is ${x(floor.rate / one.rate)} below the floor`, x(bare.rate / floor.rate), null);
   verdict('pgScale', `4 processes ${fmt(four.rate)} calls/s vs 1 process ${fmt(one.rate)} calls/s`, x(four.rate / one.rate), four.rate >= one.rate);
 }
 
