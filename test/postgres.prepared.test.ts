@@ -103,6 +103,43 @@ describe.skipIf(!PG_URL)('prepared statements on pg (needs LAUREL_PG_URL)', () =
     expect(texts.every((t) => typeof t === 'string')).toBe(true);
   });
 
+  it('a server that lost the prepared statements (DISCARD ALL, a pooler): the call succeeds, plain statements from then on', async () => {
+    const conn = new pg.Client({ connectionString: PG_URL });
+    await conn.connect();
+    const single = new pg.Pool({ connectionString: PG_URL, max: 1 });
+    const reference = new pg.Pool({ connectionString: PG_URL, max: 1 });
+    try {
+      for (const client of [conn, single]) {
+        const { store, schema } = await storeOn(client);
+        let now = Date.parse('2026-03-02T10:00:00Z');
+        const engine = createEngine({ config: multiConfig, store, clock: () => new Date((now += 1000)), newId: sequentialIds() });
+        await engine.recordEvent('lessons', { user: { id: 'd1' }, value: 1 }, { idempotencyKey: 'a' });
+        expect((await preparedOn(client)).some((x) => x.includes(`"${schema}".commit_batch(`))).toBe(true);
+        // The server forgets them; the client still takes them for prepared.
+        await client.query('DEALLOCATE ALL');
+        const second = await engine.recordEvent('lessons', { user: { id: 'd1' }, value: 2 }, { idempotencyKey: 'b' });
+        expect(second.total).toBe(3);
+        const replay = await engine.recordEvent('lessons', { user: { id: 'd1' }, value: 2 }, { idempotencyKey: 'b' });
+        expect(replay.idempotentReplayed).toBe(true);
+        await engine.recordEvent('lessons', { user: { id: 'd2' }, value: 5 }, { idempotencyKey: 'c' });
+        expect(await preparedOn(client)).toEqual([]);
+        // The same calls on a store with plain statements answer the same.
+        const plain = await storeOn(reference, false);
+        let now2 = Date.parse('2026-03-02T10:00:00Z');
+        const engine2 = createEngine({ config: multiConfig, store: plain.store, clock: () => new Date((now2 += 1000)), newId: sequentialIds() });
+        await engine2.recordEvent('lessons', { user: { id: 'd1' }, value: 1 }, { idempotencyKey: 'a' });
+        await engine2.recordEvent('lessons', { user: { id: 'd1' }, value: 2 }, { idempotencyKey: 'b' });
+        await engine2.recordEvent('lessons', { user: { id: 'd2' }, value: 5 }, { idempotencyKey: 'c' });
+        expect(await engine.getLeaderboard('all', {})).toEqual(await engine2.getLeaderboard('all', {}));
+        expect(await engine.getUser('d1')).toEqual(await engine2.getUser('d1'));
+      }
+    } finally {
+      await conn.end();
+      await single.end();
+      await reference.end();
+    }
+  });
+
   it('calls stay correct under generic plans of the prepared statements', async () => {
     const conn = new pg.Client({ connectionString: PG_URL });
     await conn.connect();

@@ -2139,8 +2139,9 @@ DECLARE
   u16 text;
   lt_prev boolean;
   o_neg double precision;
-  o_at text;
-  o_u16 text;
+  -- "C" like the columns they are read from, so that the row comparisons below order as the index does.
+  o_at text COLLATE "C";
+  o_u16 text COLLATE "C";
   -- Unranked writes without a threshold on indexes that nothing else in the batch reads or removes from:
   -- written at the end, in one statement (the last write of a user to an index wins, as one by one).
   late_keep text[];

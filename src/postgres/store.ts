@@ -108,8 +108,11 @@ export interface PostgresStoreOptions {
    * idempotency reads) run as named prepared statements on `pg` Pools and Clients: parsed and planned once
    * per connection instead of on every call (less server CPU per call, a smaller message each time).
    * Default `true`; other clients (PGlite, wrappers with `query(text, params)`) always get plain statements.
-   * Set `false` behind a pooler that does not keep prepared statements per client (PgBouncer in
-   * transaction mode before 1.21, or without `max_prepared_statements`).
+   * When the server refuses one before running it (it does not know it: after `DISCARD ALL`, or behind a
+   * pooler that does not keep prepared statements per client, such as PgBouncer in transaction mode before
+   * 1.21; or its plan's result type changed under a migration), the call sends it again as a plain statement
+   * and the store (every tenant's) sends plain ones from then on. Set `false` behind such a pooler to skip
+   * that first refusal.
    */
   preparedStatements?: boolean;
 }
@@ -170,6 +173,16 @@ function isPgDriver(q: object): boolean {
 /** A `pg` driver's `query` with a query config: a named statement is prepared once per connection. */
 interface NamedQueryable {
   query(config: { name: string; text: string; values: unknown[] }): Promise<QueryResult>;
+}
+
+/**
+ * A server's refusal of a named statement before it ran (nothing of it happened): the statement is unknown
+ * (26000), its name is taken (42P05), or its cached plan's result type changed (0A000, after a migration).
+ */
+function refusesPrepared(error: unknown): boolean {
+  if (!isServerError(error)) return false;
+  const code = codeOf(error);
+  return code === '26000' || code === '42P05' || (code === '0A000' && /cached plan must not change result type/.test(messageOf(error)));
 }
 
 const statementNames = new Map<string, string>();
@@ -357,10 +370,25 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   if (options.preparedStatements !== undefined && typeof options.preparedStatements !== 'boolean') {
     throw new ValidationError('preparedStatements must be a boolean', [{ path: ['preparedStatements'], message: 'must be true or false' }]);
   }
-  const preparedStatements = options.preparedStatements ?? true;
-  /** Runs a statement of the write path: named (prepared once per connection) on `pg`, plain elsewhere. */
-  const hot = (q: Queryable, text: string, params: unknown[]): Promise<QueryResult> =>
-    preparedStatements && isPgDriver(q) ? (q as unknown as NamedQueryable).query({ name: statementName(text), text, values: params }) : q.query(text, params);
+  // Cleared for good (by every tenant's store: they share it) once the server shows that it does not keep
+  // this store's prepared statements.
+  let prepared = options.preparedStatements ?? true;
+  /**
+   * Runs a statement of the write path: named (prepared once per connection) on `pg`, plain elsewhere. A
+   * server that refuses a named statement before running it (it does not know it, after a DISCARD ALL or
+   * behind a pooler in transaction mode; it knows the name already; a cached plan whose result type changed
+   * under a migration) gets the statement again as a plain one, and this store sends plain ones from then on.
+   */
+  const hot = async (q: Queryable, text: string, params: unknown[]): Promise<QueryResult> => {
+    if (!prepared || !isPgDriver(q)) return q.query(text, params);
+    try {
+      return await (q as unknown as NamedQueryable).query({ name: statementName(text), text, values: params });
+    } catch (error) {
+      if (!refusesPrepared(error)) throw error;
+      prepared = false;
+      return q.query(text, params);
+    }
+  };
   const sqlRanks = (options.ranks ?? 'sql') === 'sql';
   const t = (name: string) => `"${schema}".${name}`;
   const onError = options.onError;
