@@ -57,6 +57,7 @@ const TARGETS = {
   pgScale: { section: 'storage', text: 'PostgreSQL server: 4 processes at least as fast as 1', ratio: '4-process rate / 1-process rate; ≥ 1' },
   pgFloor: { section: 'storage', text: 'PostgreSQL server, 1 process, 8 in flight: the floor, the rows recordEvent writes as one plain statement per call into Laurel\'s tables (no rules, ranks or function)', ratio: 'bare rate / floor rate (figures only)' },
   batch: { section: 'batch', text: 'PostgreSQL: recordEvents, batches of 100 events over 100 users, ≥ 10x the single-call rate', ratio: 'batch event rate / best single-call rate; ≥ 10' },
+  batchFloor: { section: 'batch', text: 'PostgreSQL: the floor of a batch, the rows of 100 events over 100 users as one plain statement into Laurel\'s tables (no rules, ranks or function)', ratio: 'floor batch event rate / best single-call rate (figures only)' },
   redis: { section: 'redis', text: 'Redis, 1,000,000 entries: index.apply update+rank median within 1.5x of a bare ZADD+ZRANK pipeline', ratio: 'apply median / pipeline median; ≤ 1.5' },
   memBytes: { section: 'memory', text: 'Memory store, rich config: bytes per user and per event (heap after gc)', ratio: 'none (figures only)' },
   memFlat: { section: 'memory', text: 'Memory store, rich config: throughput after 1,000,000 events within 10% of the first 10,000', ratio: 'last-10,000 rate / first-10,000 rate; ≥ 0.9' },
@@ -911,6 +912,7 @@ async function batch() {
   if (!given) {
     console.log('(set LAUREL_PG_URL for the batch figures)');
     notMeasured('batch', 'LAUREL_PG_URL not set');
+    notMeasured('batchFloor', 'LAUREL_PG_URL not set');
     return;
   }
   const db = await benchDatabase(given);
@@ -980,6 +982,32 @@ async function batchIn(url: string) {
       console.log(`recordEvents, batches of ${USERS} (1 batch in flight): ${fmt(batches, 1)} batches/s = ${fmt(rate)} events/s; ${failed} of ${BATCHES * USERS} events refused${firstError ? ` (first: ${String((firstError as Error).message ?? firstError)})` : ''}`);
       console.log(`ratio to single calls: ${x(rate / oneInFlight, 1)} (1 in flight), ${x(rate / eightInFlight, 1)} (8 in flight)`);
       verdict('batch', `${fmt(rate)} events/s in batches vs single calls ${fmt(oneInFlight)}/s (1 in flight), ${fmt(eightInFlight)}/s (8 in flight)${failed ? `; ${failed} refused` : ''}`, x(rate / best, 1), rate / best >= 10 && failed === 0);
+      // The floor of a batch: the rows of the same 100 events, written by one plain statement a batch.
+      const { floorStatement, sampleRows } = await import('./workers/floor-rows.js');
+      const floorSchema = benchSchema('batchfloor');
+      await createPostgresStore({ client: pool, schema: floorSchema }).migrate();
+      try {
+        const sample = await sampleRows();
+        const text = floorStatement(floorSchema);
+        const floorTotals = new Array<number>(USERS).fill(0);
+        let f = 0;
+        const floorBatch = async () => {
+          const n = f++;
+          const values = Array.from({ length: USERS }, (_, u) => 1 + ((n + u) % 3));
+          values.forEach((v, u) => (floorTotals[u] = (floorTotals[u] as number) + v));
+          await pool.query({
+            name: `laurel_bench_batch_floor_${floorSchema}`,
+            text,
+            values: [Array.from({ length: USERS }, (_, u) => `b${u}`), Array.from({ length: USERS }, (_, u) => `f${n}-${u}`), new Date().toISOString(), values, [...floorTotals], Array.from({ length: USERS }, (_, u) => `batch-${n}-${u}`), sample.state, sample.metricData, sample.awardData, sample.payloads],
+          });
+        };
+        for (let i = 0; i < 5; i++) await floorBatch();
+        const floorRate = (await rateOf(BATCHES, floorBatch)) * USERS;
+        console.log(`floor, the rows of batches of ${USERS} as one plain statement (1 batch in flight): ${fmt(floorRate)} events/s`);
+        verdict('batchFloor', `floor ${fmt(floorRate)} events/s in batches vs single calls ${fmt(best)}/s (best); recordEvents ${fmt(rate)} events/s is ${x(floorRate / rate)} below it`, x(floorRate / best, 1), null);
+      } finally {
+        await pool.query(`DROP SCHEMA IF EXISTS "${floorSchema}" CASCADE`);
+      }
     } finally {
       await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     }
