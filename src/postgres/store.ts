@@ -185,25 +185,26 @@ function refusesPrepared(error: unknown): boolean {
   return code === '26000' || code === '42P05' || (code === '0A000' && /cached plan must not change result type/.test(messageOf(error)));
 }
 
-const statementNames = new Map<string, string>();
+/** A statement of the write path with the name it is prepared under (see `hot` in createPostgresStore). */
+interface HotStatement {
+  text: string;
+  name: string;
+}
+
 /**
- * The name of a prepared statement: `laurel_` and a 64-bit hash of its text (two FNV-1a hashes), so that
- * stores of different schemas or versions on one connection never give one name to two texts.
+ * A write-path statement, made once per store. Its name is `laurel_` and a 64-bit hash of its text (two
+ * FNV-1a hashes), so that stores of different schemas or versions on one connection never give one name to
+ * two texts.
  */
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (name === undefined) {
-    let a = 0x811c9dc5;
-    let b = 0x01000193 ^ text.length;
-    for (let i = 0; i < text.length; i++) {
-      const c = text.charCodeAt(i);
-      a = Math.imul(a ^ c, 0x01000193);
-      b = Math.imul(b ^ c, 0x5bd1e995);
-    }
-    name = `laurel_${(a >>> 0).toString(16).padStart(8, '0')}${(b >>> 0).toString(16).padStart(8, '0')}`;
-    statementNames.set(text, name);
+function hotStatement(text: string): HotStatement {
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
   }
-  return name;
+  return { text, name: `laurel_${(a >>> 0).toString(16).padStart(8, '0')}${(b >>> 0).toString(16).padStart(8, '0')}` };
 }
 
 const MAX_SEQ = 2n ** 63n - 1n;
@@ -379,14 +380,14 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
    * behind a pooler in transaction mode; it knows the name already; a cached plan whose result type changed
    * under a migration) gets the statement again as a plain one, and this store sends plain ones from then on.
    */
-  const hot = async (q: Queryable, text: string, params: unknown[]): Promise<QueryResult> => {
-    if (!prepared || !isPgDriver(q)) return q.query(text, params);
+  const hot = async (q: Queryable, statement: HotStatement, params: unknown[]): Promise<QueryResult> => {
+    if (!prepared || !isPgDriver(q)) return q.query(statement.text, params);
     try {
-      return await (q as unknown as NamedQueryable).query({ name: statementName(text), text, values: params });
+      return await (q as unknown as NamedQueryable).query({ name: statement.name, text: statement.text, values: params });
     } catch (error) {
       if (!refusesPrepared(error)) throw error;
       prepared = false;
-      return q.query(text, params);
+      return q.query(statement.text, params);
     }
   };
   const sqlRanks = (options.ranks ?? 'sql') === 'sql';
@@ -646,7 +647,16 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   }
 
   // The tenant goes last (migration 008); '' is the default tenant.
-  const COMMIT_BATCH = `SELECT ${t('commit_batch')}($1::jsonb, $2::text, $3::boolean, $4::text) AS r`;
+  const COMMIT_BATCH = hotStatement(`SELECT ${t('commit_batch')}($1::jsonb, $2::text, $3::boolean, $4::text) AS r`);
+  const LOAD_USER = hotStatement(`SELECT version, state::text AS state FROM ${t('users')} WHERE tenant = $2 AND user_id = $1`);
+  // One user and at most its one idempotency lookup (every single call): one row, both found by primary key,
+  // so that its prepared statement's generic plan is as good as a custom one (loadForEvents' statement for
+  // many users, with arrays of unknown length, gets a generic plan that may scan).
+  const LOAD_FOR_EVENT = hotStatement(`SELECT u.version, u.state::text AS state, i.event_id, i.at
+                 FROM (SELECT 1) AS one
+                 LEFT JOIN ${t('users')} u ON u.tenant = $4 AND u.user_id = $1
+                 LEFT JOIN ${t('idempotency')} i ON i.tenant = $4 AND i.user_id = $1 AND i.metric_key = $2 AND i.key = $3`);
+  const IDEMPOTENCY_RECORD = hotStatement(`SELECT event_id, at FROM ${t('idempotency')} WHERE tenant = $4 AND user_id = $1 AND metric_key = $2 AND key = $3`);
 
   /**
    * Runs the commit statement: its rows, or (when its answer was lost without a server verdict) what the
@@ -843,7 +853,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       },
 
       async loadUser(userId) {
-        const r = await read((q) => hot(q, `SELECT version, state::text AS state FROM ${t('users')} WHERE tenant = $2 AND user_id = $1`, [userId, tenant]));
+        const r = await read((q) => hot(q, LOAD_USER, [userId, tenant]));
         const row = r.rows[0];
         return row ? { version: num(row.version), state: parseState(row.state) } : null;
       },
@@ -862,19 +872,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         if (userIds.length === 0 && lookups.length === 0) return { users: [], records: [] };
         const one = lookups[0];
         if (userIds.length === 1 && lookups.length <= 1 && (one === undefined || one.userId === userIds[0])) {
-          // One user and at most its one lookup (every single call): one row, both found by primary key, so
-          // that its prepared statement's generic plan is as good as a custom one (the statement below, with
-          // arrays of unknown length, gets a generic plan that may scan).
-          const r = await read((q) =>
-            hot(
-              q,
-              `SELECT u.version, u.state::text AS state, i.event_id, i.at
-                 FROM (SELECT 1) AS one
-                 LEFT JOIN ${t('users')} u ON u.tenant = $4 AND u.user_id = $1
-                 LEFT JOIN ${t('idempotency')} i ON i.tenant = $4 AND i.user_id = $1 AND i.metric_key = $2 AND i.key = $3`,
-              [userIds[0], one?.metricKey ?? null, one?.key ?? null, tenant],
-            ),
-          );
+          const r = await read((q) => hot(q, LOAD_FOR_EVENT, [userIds[0], one?.metricKey ?? null, one?.key ?? null, tenant]));
           const row = r.rows[0];
           const user = row && row.version !== null && row.version !== undefined ? { version: num(row.version), state: parseState(row.state) } : null;
           const record = one && row && row.event_id !== null && row.event_id !== undefined ? { userId: one.userId, metricKey: one.metricKey, key: one.key, eventId: String(row.event_id), at: String(row.at) } : null;
@@ -906,7 +904,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       },
 
       async getIdempotencyRecord(userId, metricKey, key): Promise<IdempotencyRecord | null> {
-        const r = await read((q) => hot(q, `SELECT event_id, at FROM ${t('idempotency')} WHERE tenant = $4 AND user_id = $1 AND metric_key = $2 AND key = $3`, [userId, metricKey, key, tenant]));
+        const r = await read((q) => hot(q, IDEMPOTENCY_RECORD, [userId, metricKey, key, tenant]));
         const row = r.rows[0];
         return row ? { userId, metricKey, key, eventId: String(row.event_id), at: String(row.at) } : null;
       },
