@@ -983,35 +983,43 @@ async function batchIn(url: string) {
       console.log(`ratio to single calls: ${x(rate / oneInFlight, 1)} (1 in flight), ${x(rate / eightInFlight, 1)} (8 in flight)`);
       verdict('batch', `${fmt(rate)} events/s in batches vs single calls ${fmt(oneInFlight)}/s (1 in flight), ${fmt(eightInFlight)}/s (8 in flight)${failed ? `; ${failed} refused` : ''}`, x(rate / best, 1), rate / best >= 10 && failed === 0);
       // The floor of a batch: the rows of the same 100 events, written by one plain statement a batch.
-      const { floorStatement, sampleRows } = await import('./workers/floor-rows.js');
-      const floorSchema = benchSchema('batchfloor');
-      await createPostgresStore({ client: pool, schema: floorSchema }).migrate();
-      try {
-        const sample = await sampleRows();
-        const text = floorStatement(floorSchema);
-        const floorTotals = new Array<number>(USERS).fill(0);
-        let f = 0;
-        const floorBatch = async () => {
-          const n = f++;
-          const values = Array.from({ length: USERS }, (_, u) => 1 + ((n + u) % 3));
-          values.forEach((v, u) => (floorTotals[u] = (floorTotals[u] as number) + v));
-          await pool.query({
-            name: `laurel_bench_batch_floor_${floorSchema}`,
-            text,
-            values: [Array.from({ length: USERS }, (_, u) => `b${u}`), Array.from({ length: USERS }, (_, u) => `f${n}-${u}`), new Date().toISOString(), values, [...floorTotals], Array.from({ length: USERS }, (_, u) => `batch-${n}-${u}`), sample.state, sample.metricData, sample.awardData, sample.payloads],
-          });
-        };
-        for (let i = 0; i < 5; i++) await floorBatch();
-        const floorRate = (await rateOf(BATCHES, floorBatch)) * USERS;
-        console.log(`floor, the rows of batches of ${USERS} as one plain statement (1 batch in flight): ${fmt(floorRate)} events/s`);
-        verdict('batchFloor', `floor ${fmt(floorRate)} events/s in batches vs single calls ${fmt(best)}/s (best); recordEvents ${fmt(rate)} events/s is ${x(floorRate / rate)} below it`, x(floorRate / best, 1), null);
-      } finally {
-        await pool.query(`DROP SCHEMA IF EXISTS "${floorSchema}" CASCADE`);
-      }
+      const floorRate = await batchFloorRate(pool, USERS, BATCHES);
+      console.log(`floor, the rows of batches of ${USERS} as one plain statement (1 batch in flight): ${fmt(floorRate)} events/s`);
+      verdict('batchFloor', `floor ${fmt(floorRate)} events/s in batches vs single calls ${fmt(best)}/s (best); recordEvents ${fmt(rate)} events/s is ${x(floorRate / rate)} below it`, x(floorRate / best, 1), null);
     } finally {
       await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     }
   });
+}
+
+/**
+ * Events per second of the batch floor (test/bench/workers/floor-rows.ts): batches of `users` events (users
+ * b0.., one event each, as the batch section's), each written by one plain statement into a migrated schema
+ * of its own; `batches` timed after 5 untimed, one in flight.
+ */
+async function batchFloorRate(pool: import('pg').Pool, users: number, batches: number): Promise<number> {
+  const { createPostgresStore } = await import('../../src/postgres.js');
+  const { floorStatement, sampleRows } = await import('./workers/floor-rows.js');
+  const schema = benchSchema('batchfloor');
+  await createPostgresStore({ client: pool, schema }).migrate();
+  try {
+    const sample = await sampleRows();
+    const text = floorStatement(schema);
+    const ids = Array.from({ length: users }, (_, u) => `b${u}`);
+    const totals = new Array<number>(users).fill(0);
+    let n = 0;
+    const oneBatch = async () => {
+      const b = n++;
+      const values = ids.map((_, u) => 1 + ((b + u) % 3));
+      values.forEach((v, u) => (totals[u] = (totals[u] as number) + v));
+      const keys = ids.map((_, u) => `batch-${b}-${u}`);
+      await pool.query({ name: `laurel_bench_batch_floor_${schema}`, text, values: [ids, ids.map((_, u) => `f${b}-${u}`), new Date().toISOString(), values, [...totals], keys, sample.state, sample.metricData, sample.awardData, sample.payloads] });
+    };
+    for (let i = 0; i < 5; i++) await oneBatch();
+    return (await rateOf(batches, oneBatch)) * users;
+  } finally {
+    await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  }
 }
 
 async function redisBench() {

@@ -3,9 +3,9 @@
  * two ledger rows, the idempotency record, four index entries, a rank history row, the change events), with
  * their real sizes, written into Laurel's own tables and indexes (a migrated schema) by one plain statement
  * per call: no rules, no rank counting, no server-side function, no checks. The same planned calls as
- * record.ts (a repeated key is one read), 8 in flight, one process. What the store's design costs the server before any of Laurel's work:
- * the PostgreSQL targets are measured against the bare upsert, and this says how far below it the data
- * model alone already is. Prints one JSON line.
+ * record.ts (a repeated key is one read), 8 in flight, one process. What the store's design costs the
+ * server before any of Laurel's work: the PostgreSQL targets are measured against the bare upsert, and this
+ * says how far below it the data model alone already is. Prints one JSON line.
  * argv: <schema> <calls>   (the schema must be migrated)
  */
 import pg from 'pg';
