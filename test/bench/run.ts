@@ -8,10 +8,9 @@
  * redis; no argument runs them all. The memory section runs in a child process under
  * `node --expose-gc --max-old-space-size=8192` (it reads the heap after full collections).
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { Bench } from 'tinybench';
 import { applyEvent, compareEntries, createEngine, defineConfig, type IndexEntry, type LaurelConfig } from '../../src/index.js';
 import { createMemoryStore } from '../../src/memory.js';
@@ -802,11 +801,41 @@ async function dropRedisPrefix(redisUrl: string, prefix: string) {
   await redis.quit();
 }
 
-/** Runs bench worker scripts (test/bench/workers) in `processes` processes and combines their reports. */
+/**
+ * Runs bench worker scripts (test/bench/workers) in `processes` processes and combines their reports. The
+ * workers start their timed calls together: each warms up, says `@@ready`, and gets `go` once all have
+ * (workers/shared.ts, `startTogether`).
+ */
 async function runWorkers(url: string, processes: number, args: (w: number) => string[]): Promise<RunFigures> {
-  const run = promisify(execFile);
-  const outs = await Promise.all(Array.from({ length: processes }, (_, w) => run(process.execPath, ['--import', 'tsx', ...args(w)], { env: { ...process.env, LAUREL_PG_URL: url }, maxBuffer: 1 << 24 })));
-  const reports = outs.map((o) => JSON.parse(o.stdout.trim().split('\n').pop() as string) as WorkerReport);
+  const children = Array.from({ length: processes }, (_, w) => spawn(process.execPath, ['--import', 'tsx', ...args(w)], { env: { ...process.env, LAUREL_PG_URL: url }, stdio: ['pipe', 'pipe', 'pipe'] }));
+  let ready = 0;
+  const outs = await Promise.all(
+    children.map(
+      (child) =>
+        new Promise<string>((resolve, reject) => {
+          let out = '';
+          let err = '';
+          let said = false;
+          child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+            out += chunk;
+            if (said || !out.includes('@@ready\n')) return;
+            said = true;
+            // The last worker ready starts them all.
+            if (++ready === processes) for (const c of children) c.stdin.end('go\n');
+          });
+          child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+          child.on('error', reject);
+          child.on('close', (code, signal) => {
+            if (code === 0) resolve(out);
+            else {
+              for (const c of children) c.kill();
+              reject(new Error(`bench worker ${args(0)[0]} ended with ${signal ?? `exit code ${code}`}: ${err.trim()}`));
+            }
+          });
+        }),
+    ),
+  );
+  const reports = outs.map((o) => JSON.parse(o.trim().split('\n').pop() as string) as WorkerReport);
   const calls = reports.reduce((s, r) => s + r.applied + r.replayed, 0);
   return { calls, rate: calls / Math.max(...reports.map((r) => r.seconds)), p50: median(reports.map((r) => r.p50)), p99: Math.max(...reports.map((r) => r.p99)) };
 }

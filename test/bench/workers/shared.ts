@@ -42,3 +42,33 @@ export async function drive<T>(items: readonly T[], inFlight: number, call: (ite
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? Number.NaN;
   return { seconds, p50: pct(0.5), p99: pct(0.99) };
 }
+
+/** Calls each worker makes before the timed ones (untimed): start-up and the JIT's warm-up stay out of the figures. */
+export const WARM_UP_CALLS = 500;
+
+/**
+ * Starts a worker's timed calls together with the other workers': runs `warm` (the worker's warm-up calls,
+ * untimed), prints `@@ready`, and waits for the parent's `go` line on stdin. So no worker times its calls
+ * while another is still loading its modules or warming up: with several processes on a few cores, start-up
+ * would otherwise weigh on the figures of the processes that started first.
+ */
+export async function startTogether(warm: () => Promise<void>): Promise<void> {
+  await warm();
+  console.log('@@ready');
+  await new Promise<void>((resolve, reject) => {
+    let got = '';
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (chunk: string) => {
+      got += chunk;
+      if (got.includes('go\n')) {
+        // Closed, so that it keeps the process alive no longer.
+        process.stdin.destroy();
+        resolve();
+      }
+    });
+    process.stdin.on('end', () => reject(new Error('the parent closed stdin before go')));
+  });
+}
+
+/** The warm-up events of worker `w`: its own users (`warm-<w>-<n>`), so they never meet the timed calls' users. */
+export const warmEvent = (w: number, i: number) => ({ userId: `warm-${w}-${i % 8}`, key: `warm-${i}`, value: 1 });
