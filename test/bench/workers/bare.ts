@@ -5,16 +5,13 @@
  * argv: <schema> <calls>   (the table <schema>.bare_totals must exist)
  */
 import pg from 'pg';
-import { drive, plan, startTogether, WARM_UP_CALLS, warmEvent } from './shared.js';
+import { drive, plan, startTogether } from './shared.js';
 
 const schema = process.argv[2] as string;
 const calls = Number(process.argv[3] ?? 20_000);
 const pool = new pg.Pool({ connectionString: process.env.LAUREL_PG_URL, max: 8 });
 const sql = `INSERT INTO "${schema}".bare_totals AS t (user_id, total) VALUES ($1, $2) ON CONFLICT (user_id) DO UPDATE SET total = t.total + EXCLUDED.total`;
-await startTogether(() => drive(Array.from({ length: WARM_UP_CALLS }, (_, i) => i), 8, async (i) => {
-  const e = warmEvent(0, i);
-  await pool.query(sql, [e.userId, e.value]);
-}).then(() => undefined));
+await startTogether(0, (e) => pool.query(sql, [e.userId, e.value]));
 const { event, mine } = plan(calls, 1);
 const timing = await drive(mine(0), 8, async (j) => {
   const e = event(j);

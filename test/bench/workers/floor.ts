@@ -3,14 +3,15 @@
  * two ledger rows, the idempotency record, four index entries, a rank history row, the change events), with
  * their real sizes, written into Laurel's own tables and indexes (a migrated schema) by one plain statement
  * per call: no rules, no rank counting, no server-side function, no checks. The same planned calls as
- * record.ts (a repeated key is one read), 8 in flight, one process, after the same warm-up (see `startTogether`). What the store's design costs the
- * server before any of Laurel's work: the PostgreSQL targets are measured against the bare upsert, and this
- * says how far below it the data model alone already is. Prints one JSON line.
+ * record.ts (a repeated key is one read), 8 in flight, one process, after the same warm-up (see
+ * `startTogether`). What the store's design costs the server before any of Laurel's work: the PostgreSQL
+ * targets are measured against the bare upsert, and this says how far below it the data model alone already
+ * is. Prints one JSON line.
  * argv: <schema> <calls>   (the schema must be migrated)
  */
 import pg from 'pg';
 import { floorStatement, sampleRows } from './floor-rows.js';
-import { drive, plan, startTogether, WARM_UP_CALLS, warmEvent } from './shared.js';
+import { drive, plan, startTogether } from './shared.js';
 
 const schema = process.argv[2] as string;
 const calls = Number(process.argv[3] ?? 20_000);
@@ -33,7 +34,7 @@ const write = async (e: { userId: string; key: string; value: number }) => {
   const id = `${process.pid}-${n++}`;
   await pool.query({ name: 'laurel_bench_floor', text, values: [[e.userId], [id], new Date().toISOString(), [e.value], [total], [e.key], rows.state, rows.metricData, rows.awardData, rows.payloads] });
 };
-await startTogether(() => drive(Array.from({ length: WARM_UP_CALLS }, (_, i) => i), 8, (i) => write(warmEvent(0, i))).then(() => undefined));
+await startTogether(0, write);
 const timing = await drive(mine(0), 8, async (j) => {
   const e = event(j);
   if (j >= distinct) {

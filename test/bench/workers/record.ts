@@ -10,7 +10,7 @@ import pg from 'pg';
 import { createEngine, isLaurelError } from '../../../src/index.js';
 import { createPostgresStore } from '../../../src/postgres.js';
 import { createRedisRankIndex, withRankIndex } from '../../../src/redis.js';
-import { drive, multiConfig, plan, startTogether, WARM_UP_CALLS, warmEvent } from './shared.js';
+import { drive, multiConfig, plan, startTogether } from './shared.js';
 
 const [worker, schema] = [Number(process.argv[2]), process.argv[3] as string];
 const redisPrefix = process.argv[4] && process.argv[4] !== '-' ? process.argv[4] : undefined;
@@ -25,12 +25,7 @@ if (lite) await pgStore.migrate();
 const store = redis ? withRankIndex(pgStore, createRedisRankIndex({ redis, prefix: redisPrefix as string })) : pgStore;
 const engine = createEngine({ config: multiConfig, store, retry: { attempts: 100, baseDelayMs: 2 } });
 
-await startTogether(async () => {
-  await drive(Array.from({ length: WARM_UP_CALLS }, (_, i) => i), 8, async (i) => {
-    const e = warmEvent(worker, i);
-    await engine.recordEvent('lessons', { user: { id: e.userId, name: e.userId.toUpperCase() }, value: e.value }, { idempotencyKey: e.key });
-  });
-});
+await startTogether(worker, (e) => engine.recordEvent('lessons', { user: { id: e.userId, name: e.userId.toUpperCase() }, value: e.value }, { idempotencyKey: e.key }));
 const { event, mine } = plan(calls, processes);
 let applied = 0;
 let replayed = 0;

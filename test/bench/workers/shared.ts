@@ -46,14 +46,18 @@ export async function drive<T>(items: readonly T[], inFlight: number, call: (ite
 /** Calls each worker makes before the timed ones (untimed): start-up and the JIT's warm-up stay out of the figures. */
 export const WARM_UP_CALLS = 500;
 
+/** The warm-up events of worker `w`: its own users (`warm-<w>-<n>`), so they never meet the timed calls' users. */
+const warmEvent = (w: number, i: number) => ({ userId: `warm-${w}-${i % 8}`, key: `warm-${i}`, value: 1 });
+
 /**
- * Starts a worker's timed calls together with the other workers': runs `warm` (the worker's warm-up calls,
- * untimed), prints `@@ready`, and waits for the parent's `go` line on stdin. So no worker times its calls
- * while another is still loading its modules or warming up: with several processes on a few cores, start-up
- * would otherwise weigh on the figures of the processes that started first.
+ * Starts a worker's timed calls together with the other workers': makes its warm-up calls (`call` on
+ * {@link WARM_UP_CALLS} events of its own users, 8 in flight, untimed), prints `@@ready`, and waits for the
+ * parent's `go` line on stdin. So no worker times its calls while another is still loading its modules or
+ * warming up: with several processes on a few cores, start-up would otherwise weigh on the figures of the
+ * processes that started first.
  */
-export async function startTogether(warm: () => Promise<void>): Promise<void> {
-  await warm();
+export async function startTogether(worker: number, call: (e: { userId: string; key: string; value: number }) => Promise<unknown>): Promise<void> {
+  await drive(Array.from({ length: WARM_UP_CALLS }, (_, i) => i), 8, (i) => call(warmEvent(worker, i)));
   console.log('@@ready');
   await new Promise<void>((resolve, reject) => {
     let got = '';
@@ -69,6 +73,3 @@ export async function startTogether(warm: () => Promise<void>): Promise<void> {
     process.stdin.on('end', () => reject(new Error('the parent closed stdin before go')));
   });
 }
-
-/** The warm-up events of worker `w`: its own users (`warm-<w>-<n>`), so they never meet the timed calls' users. */
-export const warmEvent = (w: number, i: number) => ({ userId: `warm-${w}-${i % 8}`, key: `warm-${i}`, value: 1 });
