@@ -11,6 +11,7 @@ import { MIGRATIONS } from '../src/postgres/migrations.js';
 import { createPostgresStore } from '../src/postgres.js';
 import { sequentialIds } from '../src/testing/index.js';
 import { PG_URL, uniq } from './servers.js';
+import { interceptedPool } from './pg-intercept.js';
 
 const config = defineConfig({
   metrics: [{ key: 'lessons', name: 'Lessons' }],
@@ -57,22 +58,11 @@ describe.skipIf(!PG_URL)('migration 010: ranks counted in one scan (needs LAUREL
     schemas.push(live, old);
     // The engine on 010, with every commit statement and its answer kept.
     const commits: { params: unknown[]; answer: unknown }[] = [];
-    const client = {
-      totalCount: 0,
-      query: (text: string, params?: unknown[]) => pool.query(text, params),
-      connect: async () => {
-        const conn = await pool.connect();
-        return {
-          processID: (conn as unknown as { processID: number }).processID,
-          release: (err?: Error | boolean) => conn.release(err),
-          query: async (text: string, params?: unknown[]) => {
-            const r = await conn.query(text, params);
-            if (params && text.includes('.commit_batch(')) commits.push({ params, answer: r.rows[0]?.r });
-            return r;
-          },
-        };
-      },
-    };
+    const client = interceptedPool(pool, async (text, params, run) => {
+      const r = await run();
+      if (params && text.includes('.commit_batch(')) commits.push({ params, answer: r.rows[0]?.r });
+      return r;
+    });
     const store = createPostgresStore({ client: client as unknown as pg.Pool, schema: live });
     await store.migrate();
     let now = Date.parse('2026-03-01T00:00:00Z');

@@ -11,6 +11,7 @@ import { createPostgresStore, type PostgresStore, type Queryable, type QueryResu
 import { sampleState } from '../src/testing/index.js';
 import type { Commit } from '../src/store/types.js';
 import { PG_URL, uniq } from './servers.js';
+import { interceptedPool } from './pg-intercept.js';
 
 const db = new PGlite();
 afterAll(() => db.close());
@@ -260,29 +261,16 @@ describe.skipIf(!PG_URL)('a commit whose answer was lost, on a server (pg Pool)'
   /** A pool whose checked-out connections fail at the commit statement as armed; the real connection is then discarded. */
   function faultyPool() {
     let fault: null | 'before' | 'after' = null;
-    const client = {
-      totalCount: 0,
-      query: (text: string, params?: unknown[]) => pool.query(text, params),
-      connect: async () => {
-        const conn = await pool.connect();
-        return {
-          processID: (conn as unknown as { processID: number }).processID,
-          on: (event: string, listener: (...a: unknown[]) => void) => conn.on(event as 'error', listener),
-          removeListener: (event: string, listener: (...a: unknown[]) => void) => conn.removeListener(event, listener),
-          release: (err?: Error | boolean) => conn.release(err),
-          query: async (text: string, params?: unknown[]) => {
-            if (isCommitStatement(text) && fault) {
-              const f = fault;
-              fault = null;
-              if (f === 'before') throw dropped();
-              await conn.query(text, params);
-              throw dropped();
-            }
-            return conn.query(text, params);
-          },
-        };
-      },
-    };
+    const client = interceptedPool(pool, async (text, _params, run) => {
+      if (isCommitStatement(text) && fault) {
+        const f = fault;
+        fault = null;
+        if (f === 'before') throw dropped();
+        await run();
+        throw dropped();
+      }
+      return run();
+    });
     return { client, arm: (f: 'before' | 'after') => (fault = f) };
   }
 
