@@ -11,6 +11,7 @@ import { createPostgresStore, type PostgresStore, type Queryable } from '../src/
 import { sampleState, sequentialIds } from '../src/testing/index.js';
 import type { Commit, CommitResult } from '../src/store/types.js';
 import { PG_URL, uniq } from './servers.js';
+import { interceptedPool } from './pg-intercept.js';
 
 interface Counter {
   n: number;
@@ -33,24 +34,14 @@ function countingPool(pool: pg.Pool) {
     counter.texts.push(text);
   };
   const client = {
-    totalCount: 0,
+    ...interceptedPool(pool, (text, _params, run) => {
+      seen(text);
+      return run();
+    }),
     on: (event: string, listener: (...a: unknown[]) => void) => pool.on(event as 'error', listener),
     query: (text: string, params?: unknown[]) => {
       seen(text);
       return pool.query(text, params);
-    },
-    connect: async () => {
-      const conn = await pool.connect();
-      return {
-        processID: (conn as unknown as { processID: number }).processID,
-        on: (event: string, listener: (...a: unknown[]) => void) => conn.on(event as 'error', listener),
-        removeListener: (event: string, listener: (...a: unknown[]) => void) => conn.removeListener(event, listener),
-        release: (err?: Error | boolean) => conn.release(err),
-        query: (text: string, params?: unknown[]) => {
-          seen(text);
-          return conn.query(text, params);
-        },
-      };
     },
   };
   return { client, counter };
