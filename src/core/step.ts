@@ -71,14 +71,9 @@ export function userZone(cfg: LaurelConfig, state: UserState): string {
 /** Starts a call on `state` (already adopted, see {@link adoptState}); `fresh` when the state is new in this call. */
 export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId: () => string, fresh = false): Step {
   const tz = userZone(cfg, base);
-  // Spelled out rather than spread: a frozen, marked state makes a spread take V8's slow path.
-  const state: UserState = fresh
-    ? base
-    : { user: base.user, metrics: base.metrics, achievementProgress: base.achievementProgress, achievements: base.achievements, streak: base.streak, points: base.points, leaderboards: base.leaderboards, rules: base.rules };
-  if (!fresh && base.preferences !== undefined) state.preferences = base.preferences;
-  if (!fresh && base.yearly !== undefined) state.yearly = base.yearly;
-  if (!fresh && base.boosts !== undefined) state.boosts = base.boosts;
-  if (!fresh && base.notices !== undefined) state.notices = base.notices;
+  // A new top-level object in either case (a fresh state's records are this call's own): the state the call
+  // returns, a CheckedState from the start (it never escapes the core before `sealState`).
+  const state: UserState = new CheckedState(base, base.notices);
   const owned = new Owned(state);
   if (fresh) collectOwned(state, owned);
   const step: Step = {
@@ -261,29 +256,58 @@ export function ownPoints(step: Step, key: string): PointsState {
 const FREEZE = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.NODE_ENV !== 'production';
 
 /**
- * Marks states this module built or checked: they need no check when they come back as a prior state. A
- * non-enumerable symbol property (not a WeakSet, whose entries cost every garbage collection): JSON and
- * spreads leave it out, so a copy made outside the core is checked again.
+ * The top-level object of every state this module built or checked: such a state needs no check when it
+ * comes back as a prior state (`instanceof`, where a mark added to a plain object would change its shape on
+ * every call). Its own enumerable fields are a plain state's, in the same order, so JSON, spreads and
+ * structural comparisons see a plain state, and a copy made outside the core (a spread, parsed JSON,
+ * `structuredClone`) is a plain object that is checked again.
  */
-const ADOPTED = Symbol('laurel.adopted');
-// The mark's value is the state itself, so a copy that carries the property over (a descriptor clone) is
-// not taken for a checked state.
-const markAdopted = (state: UserState) => Object.defineProperty(state, ADOPTED, { value: state });
-const isAdopted = (state: object) => (state as { [ADOPTED]?: unknown })[ADOPTED] === state;
+class CheckedState implements UserState {
+  user: UserState['user'];
+  metrics: UserState['metrics'];
+  achievementProgress: UserState['achievementProgress'];
+  achievements: UserState['achievements'];
+  streak: UserState['streak'];
+  points: UserState['points'];
+  leaderboards: UserState['leaderboards'];
+  rules: string;
+  declare preferences?: UserState['preferences'];
+  declare boosts?: UserState['boosts'];
+  declare yearly?: UserState['yearly'];
+  declare notices?: UserState['notices'];
+  /** `state`'s fields (its records shared), with `notices` for its own (absent when undefined). */
+  constructor(state: UserState, notices: Notices | undefined) {
+    this.user = state.user;
+    this.metrics = state.metrics;
+    this.achievementProgress = state.achievementProgress;
+    this.achievements = state.achievements;
+    this.streak = state.streak;
+    this.points = state.points;
+    this.leaderboards = state.leaderboards;
+    this.rules = state.rules;
+    if (state.preferences !== undefined) this.preferences = state.preferences;
+    if (state.yearly !== undefined) this.yearly = state.yearly;
+    if (state.boosts !== undefined) this.boosts = state.boosts;
+    if (notices !== undefined) this.notices = notices;
+  }
+}
+const isAdopted = (state: object): boolean => state instanceof CheckedState;
 
 /**
  * A state of this module with other `notices` (core/changes.ts): the same records, a new top-level object,
- * marked as checked (and frozen outside production) like the state it comes from. Spelled out rather than
- * spread: a spread of a frozen, marked state takes V8's slow path.
+ * checked (and frozen outside production) like the state it comes from.
  */
 export function withNotices(state: UserState, notices: Notices): UserState {
-  const out: UserState = { user: state.user, metrics: state.metrics, achievementProgress: state.achievementProgress, achievements: state.achievements, streak: state.streak, points: state.points, leaderboards: state.leaderboards, rules: state.rules };
-  if (state.preferences !== undefined) out.preferences = state.preferences;
-  if (state.yearly !== undefined) out.yearly = state.yearly;
-  if (state.boosts !== undefined) out.boosts = state.boosts;
-  out.notices = notices;
-  // Only a state this module checked keeps the mark: anything else is checked again when it comes back.
-  if (isAdopted(state)) markAdopted(out);
+  let out: UserState;
+  if (isAdopted(state)) out = new CheckedState(state, notices);
+  else {
+    // Only a state this module checked is a CheckedState: anything else is checked again when it comes back.
+    out = { user: state.user, metrics: state.metrics, achievementProgress: state.achievementProgress, achievements: state.achievements, streak: state.streak, points: state.points, leaderboards: state.leaderboards, rules: state.rules };
+    if (state.preferences !== undefined) out.preferences = state.preferences;
+    if (state.yearly !== undefined) out.yearly = state.yearly;
+    if (state.boosts !== undefined) out.boosts = state.boosts;
+    out.notices = notices;
+  }
   if (FREEZE) {
     Object.freeze(notices);
     Object.freeze(out);
@@ -291,9 +315,8 @@ export function withNotices(state: UserState, notices: Notices): UserState {
   return out;
 }
 
-/** Ends a call: freezes (outside production) what it created and marks the state as a checked one. */
+/** Ends a call: freezes (outside production) what it created; the state (a CheckedState) is a checked one. */
 export function sealState(step: Step): UserState {
-  markAdopted(step.state);
   if (FREEZE) for (const o of step.owned) Object.freeze(o);
   return step.state;
 }
@@ -305,8 +328,8 @@ export function sealState(step: Step): UserState {
  */
 export function adoptState(state: UserState): UserState {
   if (typeof state === 'object' && state !== null && isAdopted(state)) return state;
-  const copy = checkedState(state);
-  markAdopted(copy);
+  const checked = checkedState(state);
+  const copy = new CheckedState(checked, checked.notices);
   if (FREEZE) {
     const owned = new Owned(copy);
     collectOwned(copy, owned);
