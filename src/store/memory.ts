@@ -19,6 +19,8 @@ import { frozenJsonCopy } from './json-copy.js';
 interface StoredUser {
   state: VersionedState['state'];
   version: number;
+  /** The user's entry of the store's idempotency records (the same map), kept here to save a look-up per call. */
+  idem: Map<string, Map<string, string>> | undefined;
 }
 
 /**
@@ -416,8 +418,10 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     const found = users.get(userId);
     return found ? { state: found.state, version: found.version } : null;
   };
+  // A user's idempotency records: the stored user's `idem` (always idempotency.get(userId) for a stored user).
+  const idemOf = (userId: string, stored: StoredUser | undefined): Map<string, Map<string, string>> | undefined => (stored !== undefined ? stored.idem : idempotency.get(userId));
   const recordOf = (userId: string, metricKey: string, key: string): IdempotencyRecord | null => {
-    const found = idempotency.get(userId)?.get(metricKey)?.get(key);
+    const found = idemOf(userId, users.get(userId))?.get(metricKey)?.get(key);
     if (found === undefined) return null;
     const nul = found.indexOf('\u0000');
     return { userId, metricKey, key, eventId: found.slice(0, nul), at: found.slice(nul + 1) };
@@ -428,8 +432,9 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     if (currentVersion !== c.expectedVersion) {
       return new ConflictError(`Version conflict for user ${JSON.stringify(c.userId)}: expected ${c.expectedVersion}, found ${currentVersion}.`);
     }
-    if (c.idempotency && idempotency.get(c.idempotency.userId)?.get(c.idempotency.metricKey)?.has(c.idempotency.key)) {
-      return new ConflictError(`Idempotency key ${JSON.stringify(c.idempotency.key)} was already used for this user and metric.`);
+    const idem = c.idempotency;
+    if (idem && idemOf(idem.userId, idem.userId === c.userId ? current : users.get(idem.userId))?.get(idem.metricKey)?.has(idem.key)) {
+      return new ConflictError(`Idempotency key ${JSON.stringify(idem.key)} was already used for this user and metric.`);
     }
     return null;
   };
@@ -453,14 +458,18 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
   const apply = (c: Commit, prepared: Prepared): CommitResult => {
     const version = c.expectedVersion + 1;
     // A stored user's record is never handed out (a read builds its own VersionedState): updated in place.
-    const stored = users.get(c.userId);
+    let stored = users.get(c.userId);
     if (stored) {
       stored.state = c.state;
       stored.version = version;
-    } else users.set(c.userId, { state: c.state, version });
+    } else users.set(c.userId, (stored = { state: c.state, version, idem: idempotency.get(c.userId) }));
     if (c.idempotency) {
-      let mine = idempotency.get(c.idempotency.userId);
-      if (!mine) idempotency.set(c.idempotency.userId, (mine = new Map()));
+      const owner = c.idempotency.userId === c.userId ? stored : users.get(c.idempotency.userId);
+      let mine = idemOf(c.idempotency.userId, owner);
+      if (!mine) {
+        idempotency.set(c.idempotency.userId, (mine = new Map()));
+        if (owner) owner.idem = mine;
+      }
       let keys = mine.get(c.idempotency.metricKey);
       if (!keys) mine.set(c.idempotency.metricKey, (keys = new Map()));
       keys.set(c.idempotency.key, `${c.idempotency.eventId}\u0000${c.idempotency.at}`);
@@ -587,7 +596,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     let version = 0;
     if (e.reset) {
       version = e.expectedVersion + 1;
-      users.set(e.userId, { state: e.reset.state, version });
+      users.set(e.userId, { state: e.reset.state, version, idem: undefined });
       for (let i = 0; i < e.reset.ledger.length; i++) addRow(e.reset.ledger[i] as LedgerRow, (prepared as Prepared).data[i]);
       const ranks = writeEntries(e.reset.leaderboard, (prepared as Prepared).ms);
       if (e.reset.changes && e.reset.changes.length > 0) outbox.appendCommit(e.reset.changes, ranks, e.userId);
