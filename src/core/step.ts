@@ -10,6 +10,7 @@ import { canonicalTimeZone, isSupportedInstant, localDateOf } from './calendar.j
 import { ValidationError } from '../errors.js';
 import type { Award, BoardEntry, BoardState, Effects, Notices, PointsState, StreakState, UserFields, UserRecord, UserState, YearlyChanges } from './types.js';
 import { instantMs, isoOf } from './instants.js';
+import { DEVELOPMENT } from './mode.js';
 
 export interface Step {
   readonly cfg: LaurelConfig;
@@ -253,7 +254,7 @@ export function ownPoints(step: Step, key: string): PointsState {
 
 // Outside production, states are frozen, so that a mutation anywhere fails loudly instead of corrupting a
 // state that stores and callers share.
-const FREEZE = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.NODE_ENV !== 'production';
+const FREEZE = DEVELOPMENT;
 
 /**
  * The top-level object of every state this module built or checked: such a state needs no check when it
