@@ -216,25 +216,23 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   const found = new Found(cfg, after, ctx);
   const out = found.out;
 
-  // One pass over the commit's rows: freezes used, operations, points rows per system, the last event.
-  const frozen: LedgerRow[] = [];
+  // One pass over the commit's rows: freezes used, operations, the last event (each collection made only when
+  // needed: most commits have none). Points rows are read per system below.
+  let frozen: LedgerRow[] | null = null;
   let granted = false;
-  const deleted = new Set<string>();
-  const pointsRows = new Map<string, LedgerRow[]>();
+  let deleted: Set<string> | null = null;
   let activeNow: string | null = null;
-  for (const r of effects.ledger) {
-    if (r.kind === 'points') {
-      const list = pointsRows.get(r.key);
-      if (list) list.push(r);
-      else pointsRows.set(r.key, [r]);
-    } else if (r.kind === 'metric') {
+  const rows = effects.ledger;
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i] as LedgerRow;
+    if (r.kind === 'metric') {
       if (activeNow === null || r.at > activeNow) activeNow = r.at;
     } else if (r.kind === 'streak') {
-      if ((r.data as StreakPeriodRow | null)?.usedFreeze === true) frozen.push(r);
+      if ((r.data as StreakPeriodRow | null)?.usedFreeze === true) (frozen ??= []).push(r);
     } else if (r.kind === 'operation') {
       const op = (r.data as OperationRowData | null)?.op;
       if (op === 'grantFreezes') granted = true;
-      else if (op === 'deleteBoost') deleted.add((r.data as { id: string }).id);
+      else if (op === 'deleteBoost') (deleted ??= new Set()).add((r.data as { id: string }).id);
     }
   }
 
@@ -264,7 +262,7 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
       streakLostNow = true;
       found.emit('streak.lost', isoOf(dayStart(addDays(periodEndOf(lost.period, sc.frequency), 1), tz)), { type: 'streak.lost', user: found.wired(), length: lost.length });
     }
-    const consumed = frozen.length;
+    const consumed = frozen === null ? 0 : frozen.length;
     // A new user's initial freezes are not earned: they start with them.
     const earned = bs ? as.freezes - bs.freezes + consumed : 0;
     if (earned > 0) {
@@ -277,7 +275,7 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
       }
       found.emit('streak.freeze_earned', at, { type: 'streak.freeze_earned', user: found.wired(), earned, freezes: as.freezes });
     }
-    if (consumed > 0) found.emit('streak.freeze_consumed', (frozen[consumed - 1] as LedgerRow).at, { type: 'streak.freeze_consumed', user: found.wired(), consumed, freezes: as.freezes });
+    if (consumed > 0) found.emit('streak.freeze_consumed', ((frozen as LedgerRow[])[consumed - 1] as LedgerRow).at, { type: 'streak.freeze_consumed', user: found.wired(), consumed, freezes: as.freezes });
     if (as.length > 0 && as.lastExtendedAt !== null && as.lastExtendedAt !== (bs?.lastExtendedAt ?? null)) {
       const fresh = !bs || bs.length === 0 || streakLostNow || bs.started !== as.started;
       if (fresh || as.length > bs.length) {
@@ -295,7 +293,9 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     if (was === total) continue;
     let at = '';
     const awards = [];
-    for (const r of pointsRows.get(system.key) ?? []) {
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i] as LedgerRow;
+      if (r.kind !== 'points' || r.key !== system.key) continue;
       const grants = (r.data as AwardRow | null)?.grants;
       const last = grants ? isoOf(grantInstant(r.at, grants, grants.count - 1)) : r.at;
       if (last > at) at = last;
@@ -347,7 +347,7 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     for (const b of before?.boosts ?? []) boosts.set(b.id, b);
     for (const b of after.boosts ?? []) boosts.set(b.id, b);
     for (const b of boosts.values()) {
-      if (deleted.has(b.id)) continue;
+      if (deleted !== null && deleted.has(b.id)) continue;
       const system = cfg.index.pointsSystems.get(b.system);
       if (!system) continue;
       const since = known.has(b.id) ? through : -Infinity;
