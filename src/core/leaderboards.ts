@@ -136,9 +136,11 @@ const entryOf = (b: BoardEntry): BoardEntry => ({ run: b.run, group: b.group, va
  * entries of earlier runs a move westwards can still reach (boards following each user's zone only; the
  * list changes only when the run does, so the usual write costs nothing more).
  */
-function nextBoardState(board: CompiledLeaderboard, prior: BoardState | undefined, next: BoardEntry): BoardState {
+function nextBoardState(board: CompiledLeaderboard, prior: BoardState | undefined, run: LocalDate, group: string, value: number, reachedAt: string): BoardState {
+  // The usual write, another one in the same run: one object, built whole (no intermediate entry to spread).
+  if (prior !== undefined && prior.run === run) return prior.earlier ? { run, group, value, reachedAt, earlier: prior.earlier } : { run, group, value, reachedAt };
+  const next: BoardEntry = { run, group, value, reachedAt };
   if (prior === undefined) return next;
-  if (prior.run === next.run) return prior.earlier ? { ...next, earlier: prior.earlier } : next;
   if (next.run < prior.run) {
     // An earlier run (the user moved westwards, or the clock went back): kept among the earlier ones.
     if (board.timeZone !== null || !revisitable(board, next.run, prior.run)) return prior;
@@ -376,7 +378,7 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     const thresholdRank = board.maxParticipants;
     if (value > 0) step.effects.leaderboard.push({ index, userId, value, reachedAt, date, thresholdRank });
     else step.effects.leaderboard.push({ index, userId, remove: true, date, thresholdRank });
-    ownRecord(step, 'leaderboards')[board.key] = nextBoardState(board, prior, { run: run.start, group, value, reachedAt });
+    ownRecord(step, 'leaderboards')[board.key] = nextBoardState(board, prior, run.start, group, value, reachedAt);
     const entry = { ...entryTemplate(board) };
     entry.start = run.start;
     entry.end = run.end;

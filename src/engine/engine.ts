@@ -309,7 +309,9 @@ interface RankFill {
   boards: Record<string, EventLeaderboard>;
   keys: readonly string[];
   attributes: Readonly<Record<string, string>>;
-  seen: Map<string, [first: RankChange, last: RankChange]>;
+  /** The commit's rank changes and its user: a board's are the first and last of the user's in its index. */
+  ranks: readonly RankChange[];
+  userId: string;
   /** Whether the rank index is down in this call (set by the commit, or by a failed read). */
   index: { down: boolean };
 }
@@ -497,16 +499,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
   function fillRanks(boards: Record<string, EventLeaderboard>, state: UserState, result: CommitResult): Promise<void> | undefined {
     const keys = Object.keys(boards);
     if (keys.length === 0) return undefined;
-    // The first and last rank change of this user per index, found in one pass over the commit's changes.
-    const userId = state.user.id;
-    const seen = new Map<string, [first: RankChange, last: RankChange]>();
-    for (const r of result.ranks) {
-      if (r.userId !== userId) continue;
-      const pair = seen.get(r.index);
-      if (pair) pair[1] = r;
-      else seen.set(r.index, [r, r]);
-    }
-    return fillFrom({ boards, keys, attributes: state.user.attributes, seen, index: { down: result.ranksUnavailable === true } }, 0);
+    return fillFrom({ boards, keys, attributes: state.user.attributes, ranks: result.ranks, userId: state.user.id, index: { down: result.ranksUnavailable === true } }, 0);
   }
 
   /**
@@ -520,9 +513,17 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
       const entry = f.boards[key] as EventLeaderboard;
       const b = board(key);
       const name = boardIndexOf(b, entry.start, groupOf(b, f.attributes));
-      const pair = f.seen.get(name);
-      const last = pair?.[1];
-      entry.previousRank = capRank(b, pair?.[0].previousRank);
+      // The first and last rank change of the user in the board's index: a scan of the commit's few changes
+      // (cheaper than grouping them in a map first).
+      let first: RankChange | undefined;
+      let last: RankChange | undefined;
+      for (let j = 0; j < f.ranks.length; j++) {
+        const r = f.ranks[j] as RankChange;
+        if (r.index !== name || r.userId !== f.userId) continue;
+        first ??= r;
+        last = r;
+      }
+      entry.previousRank = capRank(b, first?.previousRank);
       entry.rank = capRank(b, last?.rank);
       // A store that reports the threshold in its commit saves the read after it.
       if (last?.threshold !== undefined && !f.index.down) entry.threshold = last.threshold;
