@@ -313,6 +313,24 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   return partition(options, tenant);
 }
 
+// `kind NUL key` per (kind, key), made once: the keys are the configuration's (points systems, streak, ...),
+// and a string joined on every row would be hashed anew each time. Bounded: past the bound, joined per call.
+const joinedKeys = new Map<string, Map<string, string>>();
+let joinedCount = 0;
+function joinedKey(kind: string, key: string): string {
+  let byKey = joinedKeys.get(kind);
+  if (byKey === undefined) joinedKeys.set(kind, (byKey = new Map()));
+  let joined = byKey.get(key);
+  if (joined === undefined) {
+    joined = `${kind}\u0000${key}`;
+    if (joinedCount < 10_000) {
+      byKey.set(key, joined);
+      joinedCount++;
+    }
+  }
+  return joined;
+}
+
 /** One tenant's store (the default tenant's too); `tenant` finds or makes the sibling partitions. */
 function partition(options: MemoryStoreOptions, tenant: (id: string) => MemoryStore): MemoryStore {
   const users = new Map<string, StoredUser>();
@@ -325,7 +343,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
   // user -> `kind NUL key` -> rows, and the user's log (see UserLedgers). Kinds and keys are the
   // configuration's own strings, so their hashes are cached.
   const ledgers = new Map<string, UserLedgers>();
-  const ledgerKey = (kind: LedgerKind, key: string) => (kind === 'metric' ? key : `${kind}\u0000${key}`);
+  const ledgerKey = (kind: LedgerKind, key: string) => (kind === 'metric' ? key : joinedKey(kind, key));
   const addRow = (row: LedgerRow, data: unknown): void => {
     let mine = ledgers.get(row.userId);
     if (!mine) ledgers.set(row.userId, (mine = new UserLedgers()));

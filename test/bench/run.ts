@@ -9,6 +9,7 @@
  * `node --expose-gc --max-old-space-size=8192` (it reads the heap after full collections).
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Bench } from 'tinybench';
@@ -734,6 +735,10 @@ async function httpBench() {
 interface WorkerReport {
   applied: number;
   replayed: number;
+  /** Commits refused for a stale version and retried (engine workers only). */
+  conflicts?: number;
+  /** The worker's CPU time over its timed calls, in ms. */
+  cpuMs?: number;
   p50: number;
   p99: number;
   seconds: number;
@@ -741,10 +746,31 @@ interface WorkerReport {
 interface RunFigures {
   rate: number;
   calls: number;
+  conflicts?: number;
+  /** CPU per call of the worker processes, and of the rest of the machine in the same window (µs). */
+  workerCpuUs?: number;
+  restCpuUs?: number;
+  /** The machine's busy fraction (all cores) from the start of the timed calls to the last worker's end. */
+  busy?: number;
   p50: number;
   p99: number;
 }
-const describe = (f: RunFigures) => `${fmt(f.rate)} calls/s (${fmt(f.calls)} calls); p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms`;
+const describe = (f: RunFigures) =>
+  `${fmt(f.rate)} calls/s (${fmt(f.calls)} calls${f.conflicts !== undefined ? `, ${fmt(f.conflicts)} conflicts retried` : ''}); p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms` +
+  (f.workerCpuUs !== undefined ? `; CPU per call: ${fmt(f.workerCpuUs, 0)} µs in the workers${f.restCpuUs !== undefined ? `, ${fmt(f.restCpuUs, 0)} µs in the rest of the machine (a database server there)` : ''}` : '') +
+  (f.busy !== undefined ? `; machine ${fmt(f.busy * 100, 0)}% busy` : '');
+
+/** The machine's busy CPU time so far in ms (all cores; /proc/stat), or null where there is none. */
+function machineBusyMs(): number | null {
+  try {
+    const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+    // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+    const busy = cpu.slice(0, 8).reduce((s, v, i) => (i === 3 || i === 4 ? s : s + v), 0);
+    return (busy * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
+}
 const benchSchema = (tag: string) => `bench_${Date.now().toString(36)}_${tag}`;
 
 async function withPool<T>(url: string, fn: (pool: import('pg').Pool) => Promise<T>): Promise<T> {
@@ -809,6 +835,8 @@ async function dropRedisPrefix(redisUrl: string, prefix: string) {
 async function runWorkers(url: string, processes: number, args: (w: number) => string[]): Promise<RunFigures> {
   const children = Array.from({ length: processes }, (_, w) => spawn(process.execPath, ['--import', 'tsx', ...args(w)], { env: { ...process.env, LAUREL_PG_URL: url }, stdio: ['pipe', 'pipe', 'pipe'] }));
   let ready = 0;
+  let busy0: number | null = null;
+  let wall0 = 0;
   const outs = await Promise.all(
     children.map(
       (child) =>
@@ -821,7 +849,11 @@ async function runWorkers(url: string, processes: number, args: (w: number) => s
             if (said || !out.includes('@@ready\n')) return;
             said = true;
             // The last worker ready starts them all.
-            if (++ready === processes) for (const c of children) c.stdin.end('go\n');
+            if (++ready === processes) {
+              busy0 = machineBusyMs();
+              wall0 = performance.now();
+              for (const c of children) c.stdin.end('go\n');
+            }
           });
           child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
           child.on('error', reject);
@@ -837,7 +869,17 @@ async function runWorkers(url: string, processes: number, args: (w: number) => s
   );
   const reports = outs.map((o) => JSON.parse(o.trim().split('\n').pop() as string) as WorkerReport);
   const calls = reports.reduce((s, r) => s + r.applied + r.replayed, 0);
-  return { calls, rate: calls / Math.max(...reports.map((r) => r.seconds)), p50: median(reports.map((r) => r.p50)), p99: Math.max(...reports.map((r) => r.p99)) };
+  const figures: RunFigures = { calls, rate: calls / Math.max(...reports.map((r) => r.seconds)), p50: median(reports.map((r) => r.p50)), p99: Math.max(...reports.map((r) => r.p99)) };
+  if (reports.some((r) => r.conflicts !== undefined)) figures.conflicts = reports.reduce((s, r) => s + (r.conflicts ?? 0), 0);
+  // CPU per call: the workers' own (engine, driver), and the rest of the machine's busy time over the same
+  // window (the database server, mostly; Linux only).
+  const busy1 = machineBusyMs();
+  if (busy0 !== null && busy1 !== null) figures.busy = (busy1 - busy0) / ((performance.now() - wall0) * cpus().length);
+  if (reports.every((r) => r.cpuMs !== undefined)) {
+    figures.workerCpuUs = (reports.reduce((s, r) => s + (r.cpuMs as number), 0) * 1000) / calls;
+    if (busy0 !== null && busy1 !== null) figures.restCpuUs = Math.max(0, ((busy1 - busy0) * 1000) / calls - figures.workerCpuUs);
+  }
+  return figures;
 }
 
 /** recordEvent through `processes` worker processes, 8 calls in flight each, over `calls` planned calls. */

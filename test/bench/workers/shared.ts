@@ -44,7 +44,7 @@ export async function drive<T>(items: readonly T[], inFlight: number, call: (ite
 }
 
 /** Calls each worker makes before the timed ones (untimed): start-up and the JIT's warm-up stay out of the figures. */
-export const WARM_UP_CALLS = 500;
+export const WARM_UP_CALLS = 2000;
 
 /** The warm-up events of worker `w`: its own users (`warm-<w>-<n>`), so they never meet the timed calls' users. */
 const warmEvent = (w: number, i: number) => ({ userId: `warm-${w}-${i % 8}`, key: `warm-${i}`, value: 1 });
