@@ -218,7 +218,7 @@ export function replayResponse(cfg: LaurelConfig, state: UserState, metricKey: s
     total: own(view.state.metrics, metricKey) ?? 0,
     achievements: [],
     currentStreak: { ...streakView(cfg, view.state, view.today), extended: false },
-    points: {},
+    points: record(),
     leaderboards: {},
     idempotencyKey,
     idempotentReplayed: true,

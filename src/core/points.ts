@@ -475,9 +475,7 @@ export function awardAchievementTriggers(step: Step, system: CompiledPointsSyste
 
 /** The response's `points`: each system whose total changed in this call. */
 export function eventPoints(step: Step): Record<string, EventPoints> {
-  // A plain object: points system keys are configuration keys, never `__proto__` (config/schema.ts), and V8
-  // builds and reads a plain object far cheaper than one without a prototype (a dictionary).
-  const out: Record<string, EventPoints> = {};
+  const out = record<EventPoints>();
   for (const system of step.cfg.pointsSystems) {
     const awards = step.awards.get(system.key);
     if (!awards || awards.length === 0) continue;
