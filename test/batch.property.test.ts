@@ -244,6 +244,17 @@ describe('immutable states', () => {
     descriptors.user = { value: { ...state.user, tz: 'Not/AZone' }, enumerable: true, writable: true, configurable: true };
     const broken = Object.defineProperties({}, descriptors) as UserState;
     expect(() => applyEvent(batchConfig, broken, { metricKey: 'lessons', user: { id: 'd' }, value: 1 }, { now: new Date(START), newId })).toThrow(/prior state/);
+    // The same clone keeping the prototype, and a child of the state that overrides a field: checked again too.
+    const sameProto = Object.create(Object.getPrototypeOf(state) as object, descriptors) as UserState;
+    expect(() => applyEvent(batchConfig, sameProto, { metricKey: 'lessons', user: { id: 'd' }, value: 1 }, { now: new Date(START), newId })).toThrow(/prior state/);
+    const child = Object.create(state, { metrics: { value: { lessons: 'abc' }, enumerable: true } }) as UserState;
+    expect(() => applyEvent(batchConfig, child, { metricKey: 'lessons', user: { id: 'd' }, value: 1 }, { now: new Date(START), newId })).toThrow(/prior state/);
+  });
+
+  it('a state is plain JSON data: a plain object equal (strictly) to its JSON round trip', () => {
+    const { state } = applyEvent(batchConfig, null, { metricKey: 'lessons', user: { id: 'p' }, value: 1 }, { now: new Date(START), newId: sequentialIds() });
+    expect(Object.getPrototypeOf(state)).toBe(Object.prototype);
+    expect(state).toStrictEqual(JSON.parse(JSON.stringify(state)));
   });
 
   it('a state shares every record the call did not change with its prior', () => {

@@ -72,9 +72,10 @@ export function userZone(cfg: LaurelConfig, state: UserState): string {
 /** Starts a call on `state` (already adopted, see {@link adoptState}); `fresh` when the state is new in this call. */
 export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId: () => string, fresh = false): Step {
   const tz = userZone(cfg, base);
-  // A new top-level object in either case (a fresh state's records are this call's own): the state the call
-  // returns, a CheckedState from the start (it never escapes the core before `sealState`).
-  const state: UserState = new CheckedState(base, base.notices);
+  // A new top-level object (a fresh state is this call's own already): the state the call returns, marked as
+  // checked from the start (it never leaves the core before `sealState`), so that every state the core reads
+  // and writes has the marked shape.
+  const state: UserState = fresh ? Checked.mark(base) : shallowState(base, base.notices, true);
   const owned = new Owned(state);
   if (fresh) collectOwned(state, owned);
   const step: Step = {
@@ -257,58 +258,73 @@ export function ownPoints(step: Step, key: string): PointsState {
 const FREEZE = DEVELOPMENT;
 
 /**
- * The top-level object of every state this module built or checked: such a state needs no check when it
- * comes back as a prior state (`instanceof`, where a mark added to a plain object would change its shape on
- * every call). Its own enumerable fields are a plain state's, in the same order, so JSON, spreads and
- * structural comparisons see a plain state, and a copy made outside the core (a spread, parsed JSON,
- * `structuredClone`) is a plain object that is checked again.
+ * A state's top-level object with the same records and `notices` (absent when undefined), as a plain object
+ * literal in the state's field order, `checked` marking it (before its optional fields, as `createStep` marks a
+ * new user's state: one shape for every marked state with the same fields). Spelled out rather than spread: a
+ * spread of a frozen state takes V8's slow path.
  */
-class CheckedState implements UserState {
-  user: UserState['user'];
-  metrics: UserState['metrics'];
-  achievementProgress: UserState['achievementProgress'];
-  achievements: UserState['achievements'];
-  streak: UserState['streak'];
-  points: UserState['points'];
-  leaderboards: UserState['leaderboards'];
-  rules: string;
-  declare preferences?: UserState['preferences'];
-  declare boosts?: UserState['boosts'];
-  declare yearly?: UserState['yearly'];
-  declare notices?: UserState['notices'];
-  /** `state`'s fields (its records shared), with `notices` for its own (absent when undefined). */
-  constructor(state: UserState, notices: Notices | undefined) {
-    this.user = state.user;
-    this.metrics = state.metrics;
-    this.achievementProgress = state.achievementProgress;
-    this.achievements = state.achievements;
-    this.streak = state.streak;
-    this.points = state.points;
-    this.leaderboards = state.leaderboards;
-    this.rules = state.rules;
-    if (state.preferences !== undefined) this.preferences = state.preferences;
-    if (state.yearly !== undefined) this.yearly = state.yearly;
-    if (state.boosts !== undefined) this.boosts = state.boosts;
-    if (notices !== undefined) this.notices = notices;
+function shallowState(state: UserState, notices: Notices | undefined, checked: boolean): UserState {
+  let out = new PlainState(state);
+  if (checked) out = Checked.mark(out);
+  if (state.preferences !== undefined) out.preferences = state.preferences;
+  if (state.yearly !== undefined) out.yearly = state.yearly;
+  if (state.boosts !== undefined) out.boosts = state.boosts;
+  if (notices !== undefined) out.notices = notices;
+  return out;
+}
+
+/**
+ * Builds a state's top-level object: a plain object (its prototype is `Object.prototype`, as a literal's), made
+ * by a constructor so that V8 gives it room for the mark and the optional fields (a literal is allocated to
+ * its exact size, and every later field then needs a backing store of its own).
+ */
+const PlainState = function (this: UserState, state: UserState) {
+  this.user = state.user;
+  this.metrics = state.metrics;
+  this.achievementProgress = state.achievementProgress;
+  this.achievements = state.achievements;
+  this.streak = state.streak;
+  this.points = state.points;
+  this.leaderboards = state.leaderboards;
+  this.rules = state.rules;
+} as unknown as new (state: UserState) => UserState;
+PlainState.prototype = Object.prototype;
+
+/**
+ * Marks the states this module built or checked: they need no check when they come back as a prior state.
+ * The mark is a private field stamped onto the plain object (a base class whose constructor returns the
+ * object it is given): invisible to JSON, keys, spreads, `structuredClone` and structural comparisons, the
+ * prototype stays `Object.prototype`, and no copy (a spread, `Object.create`, a descriptor clone, parsed
+ * JSON) carries it, so a copy made outside the core is checked again. Several times cheaper than a
+ * non-enumerable property (`Object.defineProperty` goes through the runtime on every call), and, unlike a
+ * WeakSet, nothing for the garbage collector to clear.
+ */
+class Stamp {
+  constructor(o: object) {
+    return o as Stamp;
   }
 }
-const isAdopted = (state: object): boolean => state instanceof CheckedState;
+class Checked extends Stamp {
+  #checked = true;
+  static mark(state: UserState): UserState {
+    // The stamped object is `state` itself (Stamp's constructor returns it). Callers use the result: a
+    // bundler's tree-shaking (Rollup's, in tsup) takes a `new` or a call whose result is unused for a pure
+    // allocation and drops it, and the mark with it (test/packaging.test.ts checks the built package).
+    return #checked in state ? state : (new Checked(state) as unknown as UserState);
+  }
+  static is(state: object): boolean {
+    return #checked in state;
+  }
+}
+const isAdopted = (state: object): boolean => Checked.is(state);
 
 /**
  * A state of this module with other `notices` (core/changes.ts): the same records, a new top-level object,
- * checked (and frozen outside production) like the state it comes from.
+ * marked as checked (and frozen outside production) like the state it comes from.
  */
 export function withNotices(state: UserState, notices: Notices): UserState {
-  let out: UserState;
-  if (isAdopted(state)) out = new CheckedState(state, notices);
-  else {
-    // Only a state this module checked is a CheckedState: anything else is checked again when it comes back.
-    out = { user: state.user, metrics: state.metrics, achievementProgress: state.achievementProgress, achievements: state.achievements, streak: state.streak, points: state.points, leaderboards: state.leaderboards, rules: state.rules };
-    if (state.preferences !== undefined) out.preferences = state.preferences;
-    if (state.yearly !== undefined) out.yearly = state.yearly;
-    if (state.boosts !== undefined) out.boosts = state.boosts;
-    out.notices = notices;
-  }
+  // Only a state this module checked keeps the mark: anything else is checked again when it comes back.
+  const out = shallowState(state, notices, isAdopted(state));
   if (FREEZE) {
     Object.freeze(notices);
     Object.freeze(out);
@@ -316,7 +332,7 @@ export function withNotices(state: UserState, notices: Notices): UserState {
   return out;
 }
 
-/** Ends a call: freezes (outside production) what it created; the state (a CheckedState) is a checked one. */
+/** Ends a call: freezes (outside production) what it created; the state is marked as checked (createStep). */
 export function sealState(step: Step): UserState {
   if (FREEZE) for (const o of step.owned) Object.freeze(o);
   return step.state;
@@ -329,8 +345,7 @@ export function sealState(step: Step): UserState {
  */
 export function adoptState(state: UserState): UserState {
   if (typeof state === 'object' && state !== null && isAdopted(state)) return state;
-  const checked = checkedState(state);
-  const copy = new CheckedState(checked, checked.notices);
+  const copy = Checked.mark(checkedState(state));
   if (FREEZE) {
     const owned = new Owned(copy);
     collectOwned(copy, owned);
