@@ -319,16 +319,15 @@ const joinedKeys = new Map<string, Map<string, string>>();
 let joinedCount = 0;
 function joinedKey(kind: string, key: string): string {
   let byKey = joinedKeys.get(kind);
-  if (byKey === undefined) joinedKeys.set(kind, (byKey = new Map()));
-  let joined = byKey.get(key);
-  if (joined === undefined) {
-    joined = `${kind}\u0000${key}`;
-    if (joinedCount < 10_000) {
-      byKey.set(key, joined);
-      joinedCount++;
-    }
+  const joined = byKey?.get(key);
+  if (joined !== undefined) return joined;
+  const made = `${kind}\u0000${key}`;
+  if (joinedCount < 10_000) {
+    if (byKey === undefined) joinedKeys.set(kind, (byKey = new Map()));
+    byKey.set(key, made);
+    joinedCount++;
   }
-  return joined;
+  return made;
 }
 
 /** One tenant's store (the default tenant's too); `tenant` finds or makes the sibling partitions. */

@@ -735,8 +735,6 @@ async function httpBench() {
 interface WorkerReport {
   applied: number;
   replayed: number;
-  /** Commits refused for a stale version and retried (engine workers only). */
-  conflicts?: number;
   /** The worker's CPU time over its timed calls, in ms. */
   cpuMs?: number;
   p50: number;
@@ -746,7 +744,6 @@ interface WorkerReport {
 interface RunFigures {
   rate: number;
   calls: number;
-  conflicts?: number;
   /** CPU per call of the worker processes, and of the rest of the machine in the same window (µs). */
   workerCpuUs?: number;
   restCpuUs?: number;
@@ -756,7 +753,7 @@ interface RunFigures {
   p99: number;
 }
 const describe = (f: RunFigures) =>
-  `${fmt(f.rate)} calls/s (${fmt(f.calls)} calls${f.conflicts !== undefined ? `, ${fmt(f.conflicts)} conflicts retried` : ''}); p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms` +
+  `${fmt(f.rate)} calls/s (${fmt(f.calls)} calls); p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms` +
   (f.workerCpuUs !== undefined ? `; CPU per call: ${fmt(f.workerCpuUs, 0)} µs in the workers${f.restCpuUs !== undefined ? `, ${fmt(f.restCpuUs, 0)} µs in the rest of the machine (a database server there)` : ''}` : '') +
   (f.busy !== undefined ? `; machine ${fmt(f.busy * 100, 0)}% busy` : '');
 
@@ -764,8 +761,8 @@ const describe = (f: RunFigures) =>
 function machineBusyMs(): number | null {
   try {
     const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
-    // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
-    const busy = cpu.slice(0, 8).reduce((s, v, i) => (i === 3 || i === 4 ? s : s + v), 0);
+    // user nice system idle iowait irq softirq (steal, time another VM had, left out): busy is all but idle and iowait.
+    const busy = cpu.slice(0, 7).reduce((s, v, i) => (i === 3 || i === 4 ? s : s + v), 0);
     return (busy * 1000) / 100; // USER_HZ is 100 on Linux
   } catch {
     return null;
@@ -870,11 +867,10 @@ async function runWorkers(url: string, processes: number, args: (w: number) => s
   const reports = outs.map((o) => JSON.parse(o.trim().split('\n').pop() as string) as WorkerReport);
   const calls = reports.reduce((s, r) => s + r.applied + r.replayed, 0);
   const figures: RunFigures = { calls, rate: calls / Math.max(...reports.map((r) => r.seconds)), p50: median(reports.map((r) => r.p50)), p99: Math.max(...reports.map((r) => r.p99)) };
-  if (reports.some((r) => r.conflicts !== undefined)) figures.conflicts = reports.reduce((s, r) => s + (r.conflicts ?? 0), 0);
   // CPU per call: the workers' own (engine, driver), and the rest of the machine's busy time over the same
-  // window (the database server, mostly; Linux only).
+  // window (the database server, mostly, and the workers' exit; Linux only).
   const busy1 = machineBusyMs();
-  if (busy0 !== null && busy1 !== null) figures.busy = (busy1 - busy0) / ((performance.now() - wall0) * cpus().length);
+  if (busy0 !== null && busy1 !== null && cpus().length > 0) figures.busy = (busy1 - busy0) / ((performance.now() - wall0) * cpus().length);
   if (reports.every((r) => r.cpuMs !== undefined)) {
     figures.workerCpuUs = (reports.reduce((s, r) => s + (r.cpuMs as number), 0) * 1000) / calls;
     if (busy0 !== null && busy1 !== null) figures.restCpuUs = Math.max(0, ((busy1 - busy0) * 1000) / calls - figures.workerCpuUs);
