@@ -258,10 +258,10 @@ export function ownPoints(step: Step, key: string): PointsState {
 const FREEZE = DEVELOPMENT;
 
 /**
- * A state's top-level object with the same records and `notices` (absent when undefined), as a plain object
- * literal in the state's field order, `checked` marking it (before its optional fields, as `createStep` marks a
- * new user's state: one shape for every marked state with the same fields). Spelled out rather than spread: a
- * spread of a frozen state takes V8's slow path.
+ * A state's top-level object with the same records and `notices` (absent when undefined): a plain object (see
+ * PlainState) with the fields in the state's order, `checked` marking it before its optional fields (one shape
+ * for every marked state with the same fields). Field by field rather than a spread: a spread of a frozen
+ * state takes V8's slow path.
  */
 function shallowState(state: UserState, notices: Notices | undefined, checked: boolean): UserState {
   let out = new PlainState(state);
