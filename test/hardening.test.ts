@@ -42,6 +42,10 @@ describe('keys named after Object.prototype members', () => {
     expect(first.points.toString).toMatchObject({ total: 3, added: 3 });
     expect(first.points.valueOf).toBeUndefined();
     expect(first.leaderboards.valueOf).toMatchObject({ rank: 1, value: 1, userAttributes: { hasOwnProperty: 'g' } });
+    // No inherited members in the response's records either: a board or attribute key that is not there reads undefined.
+    expect((first.leaderboards as Record<string, unknown>).toString).toBeUndefined();
+    expect((first.leaderboards.valueOf?.userAttributes as Record<string, unknown>).toString).toBeUndefined();
+    expect(JSON.parse(JSON.stringify(first.leaderboards))).toEqual({ valueOf: expect.objectContaining({ value: 1 }) });
     expect(first.currentStreak.length).toBe(1);
     const second = await t.engine.recordEvent('toString', { user: { id: 'p' }, value: 1 });
     expect(second.achievements.map((a) => a.key)).toEqual(['valueOf', 'propertyIsEnumerable']);

@@ -219,7 +219,7 @@ export function replayResponse(cfg: LaurelConfig, state: UserState, metricKey: s
     achievements: [],
     currentStreak: { ...streakView(cfg, view.state, view.today), extended: false },
     points: record(),
-    leaderboards: {},
+    leaderboards: record(),
     idempotencyKey,
     idempotentReplayed: true,
   };

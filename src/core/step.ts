@@ -363,10 +363,16 @@ export function matchesFilter(filter: Readonly<Record<string, string>> | undefin
   return true;
 }
 
-/** A record with no prototype: a key named `toString` or `valueOf` reads only what was stored under it. */
+/**
+ * A record without inherited members: a key named `toString` or `valueOf` reads only what was stored under
+ * it. Built by a constructor whose prototype is an empty, frozen object without a prototype, so V8 keeps the
+ * record in fast mode (an `Object.create(null)` object is a slow dictionary from the start).
+ */
 export function record<T>(): Record<string, T> {
-  return Object.create(null) as Record<string, T>;
+  return new NullRecord() as Record<string, T>;
 }
+const NullRecord = function () {} as unknown as new () => Record<string, unknown>;
+NullRecord.prototype = Object.freeze(Object.create(null) as object);
 
 /** The value stored under `key` in a record of any prototype, never an inherited member. */
 export function own<T>(rec: Readonly<Record<string, T>> | null | undefined, key: string): T | undefined {
