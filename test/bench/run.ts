@@ -754,7 +754,7 @@ interface RunFigures {
 }
 const describe = (f: RunFigures) =>
   `${fmt(f.rate)} calls/s (${fmt(f.calls)} calls); p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms` +
-  (f.workerCpuUs !== undefined ? `; CPU per call: ${fmt(f.workerCpuUs, 0)} µs in the workers${f.restCpuUs !== undefined ? `, ${fmt(f.restCpuUs, 0)} µs in the rest of the machine (a database server there)` : ''}` : '') +
+  (f.workerCpuUs !== undefined ? `; CPU per call: ${fmt(f.workerCpuUs, 0)} µs in the workers${f.restCpuUs !== undefined ? `, ${fmt(f.restCpuUs, 0)} µs in the rest of the machine (the database server, mostly)` : ''}` : '') +
   (f.busy !== undefined ? `; machine ${fmt(f.busy * 100, 0)}% busy` : '');
 
 /** The machine's busy CPU time so far in ms (all cores; /proc/stat), or null where there is none. */
