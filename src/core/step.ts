@@ -316,7 +316,6 @@ class Checked extends Stamp {
     return #checked in state;
   }
 }
-const isAdopted = (state: object): boolean => Checked.is(state);
 
 /**
  * A state of this module with other `notices` (core/changes.ts): the same records, a new top-level object,
@@ -324,7 +323,7 @@ const isAdopted = (state: object): boolean => Checked.is(state);
  */
 export function withNotices(state: UserState, notices: Notices): UserState {
   // Only a state this module checked keeps the mark: anything else is checked again when it comes back.
-  const out = shallowState(state, notices, isAdopted(state));
+  const out = shallowState(state, notices, Checked.is(state));
   if (FREEZE) {
     Object.freeze(notices);
     Object.freeze(out);
@@ -344,7 +343,7 @@ export function sealState(step: Step): UserState {
  * the current form, with records that have no prototype and numbers for decimal strings of older states.
  */
 export function adoptState(state: UserState): UserState {
-  if (typeof state === 'object' && state !== null && isAdopted(state)) return state;
+  if (typeof state === 'object' && state !== null && Checked.is(state)) return state;
   const copy = Checked.mark(checkedState(state));
   if (FREEZE) {
     const owned = new Owned(copy);
