@@ -199,6 +199,25 @@ onEachStore('OutboxStore contract', (kind) => {
       expect('rank' in r1).toBe(false);
     });
 
+    it('read back field for field and in key order, in the engine’s payload shape (type, user, leaderboard) and in any other', async () => {
+      await board();
+      const user = { id: 'u1', name: null, attributes: {} };
+      const engineShape = { ...rankEvent('shaped', 'u1', 'b'), payload: { type: 'leaderboard.rank_changed', user, leaderboard: { key: 'b', rank: null, value: 25, previousRank: null, previousValue: 10 } } };
+      const reordered = { ...rankEvent('reordered', 'u1', 'b'), payload: { user, type: 'leaderboard.rank_changed', leaderboard: { key: 'b', rank: null } } };
+      const extra = { ...rankEvent('extra', 'u1', 'b'), payload: { type: 'leaderboard.rank_changed', user, leaderboard: { key: 'b', rank: null }, note: 'kept' } };
+      await put('u1', { leaderboard: [write('b', 'u1', 25)], changes: [engineShape, reordered, extra] });
+      const { events } = await readAll(store);
+      expect(ids(events)).toEqual(['shaped', 'reordered', 'extra']);
+      const shaped = { type: 'leaderboard.rank_changed', user, leaderboard: { key: 'b', rank: 2, value: 25, previousRank: 3, previousValue: 10 } };
+      const others = [{ user, type: 'leaderboard.rank_changed', leaderboard: { key: 'b', rank: 2, previousRank: 3 } }, { type: 'leaderboard.rank_changed', user, leaderboard: { key: 'b', rank: 2, previousRank: 3 }, note: 'kept' }];
+      expect(events.map((e) => e.payload)).toEqual([shaped, ...others]);
+      // The memory store keeps the keys' order too (PostgreSQL's jsonb orders keys its own way).
+      if (kind === 'memory') expect(events.map((e) => JSON.stringify(e.payload))).toEqual([shaped, ...others].map((p) => JSON.stringify(p)));
+      expect(events.map((e) => [e.id, e.type, e.userId, e.at])).toEqual(['shaped', 'reordered', 'extra'].map((id) => [id, 'leaderboard.rank_changed', 'u1', at()]));
+      // The events read again are the same.
+      expect((await readAll(store)).events).toEqual(events);
+    });
+
     it('are dropped when the ranks are equal, or when the commit has no rank change of that index and user', async () => {
       await board();
       await put('u3', { leaderboard: [write('b', 'u3', 35)], changes: [rankEvent('same', 'u3', 'b'), event('kept', 'u3')] });

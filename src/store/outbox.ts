@@ -47,25 +47,62 @@ function settleEach(changes: readonly ChangeEvent[] | undefined, ranks: readonly
 /** A marked event completed with its settled ranks (the event's fields less the marker, in their order). */
 function settledEvent(c: ChangeEvent, previousRank: number | null, rank: number | null): Omit<ChangeEvent, 'rank'> {
   // Spelled out rather than a rest and three spreads.
-  const leaderboard = { ...(c.payload.leaderboard as Record<string, unknown>) };
-  leaderboard.previousRank = previousRank;
-  leaderboard.rank = rank;
   const payload = { ...c.payload };
-  payload.leaderboard = leaderboard;
+  payload.leaderboard = rankedBoard(c.payload.leaderboard as Record<string, unknown>, previousRank, rank);
   return { id: c.id, type: c.type, userId: c.userId, at: c.at, payload };
 }
 
+/** A copy of a marked event's `leaderboard` with its settled ranks (keys keep their places). */
+function rankedBoard(leaderboard: Record<string, unknown>, previousRank: number | null, rank: number | null): Record<string, unknown> {
+  const out = { ...leaderboard };
+  out.previousRank = previousRank;
+  out.rank = rank;
+  return out;
+}
+
 /**
- * A marked event kept by the memory outbox with its settled ranks: the completed event is built when first
+ * A marked event kept by the memory outbox with its settled ranks, the parts of the event it needs and no
+ * more: the event's own object, its payload's object and its marker are left to the young generation's
+ * collection (the outbox keeps events until they are pruned, and each object it keeps is copied and promoted
+ * by the collector: with 9 boards a call keeps some 6 of these). The completed event is built when first
  * read, so a commit that moves a user on many boards copies no payload (most events are never read twice,
- * many never).
+ * many never). Made only for a payload of exactly `type`, `user` and `leaderboard` (what `deriveChanges`
+ * gives a `leaderboard.rank_changed` event), in that order; any other keeps the whole event.
  */
 class SettledRank {
   constructor(
-    readonly event: ChangeEvent,
+    readonly id: string,
+    readonly type: ChangeEvent['type'],
+    readonly userId: string | null,
+    readonly at: string,
+    readonly payloadType: unknown,
+    readonly user: unknown,
+    readonly leaderboard: Record<string, unknown>,
     readonly previousRank: number | null,
     readonly rank: number | null,
   ) {}
+
+  /** The completed event, as {@link settledEvent} builds it from the whole event. */
+  complete(): Omit<ChangeEvent, 'rank'> {
+    const leaderboard = rankedBoard(this.leaderboard, this.previousRank, this.rank);
+    return { id: this.id, type: this.type, userId: this.userId, at: this.at, payload: { type: this.payloadType, user: this.user, leaderboard } };
+  }
+}
+
+/** A kept marked event: the compact {@link SettledRank} when its payload has the usual shape, else completed now. */
+function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | null): Omit<ChangeEvent, 'rank'> | SettledRank {
+  const p = c.payload;
+  let n = 0;
+  let order = 0;
+  for (const k in p) {
+    n++;
+    if ((k === 'type' && n === 1) || (k === 'user' && n === 2) || (k === 'leaderboard' && n === 3)) order++;
+  }
+  const leaderboard = p.leaderboard;
+  if (n === 3 && order === 3 && typeof leaderboard === 'object' && leaderboard !== null && Object.getPrototypeOf(p) === Object.prototype) {
+    return new SettledRank(c.id, c.type, c.userId, c.at, p.type, p.user, leaderboard as Record<string, unknown>, previousRank, rank);
+  }
+  return settledEvent(c, previousRank, rank);
 }
 
 /** A rank, or null when there is none or it is above the board's `cap`. */
@@ -168,7 +205,7 @@ export class MemoryOutbox implements OutboxStore {
    * read. Synchronous: part of the commit's atomic step.
    */
   appendCommit(changes: readonly ChangeEvent[] | undefined, ranks: readonly RankChange[], userId: string): void {
-    settleEach(changes, ranks, userId, (c, settled) => this.keep(settled ? new SettledRank(c, settled.previousRank, settled.rank) : c, c.userId));
+    settleEach(changes, ranks, userId, (c, settled) => this.keep(settled ? keptRank(c, settled.previousRank, settled.rank) : c, c.userId));
   }
 
   private keep(e: Omit<ChangeEvent, 'rank'> | SettledRank, userId: string | null): void {
@@ -218,7 +255,7 @@ export class MemoryOutbox implements OutboxStore {
     let next = page.after ?? String(this.base - 1);
     for (let i = from - this.base; i < this.log.length && events.length < page.limit; i++) {
       let e = this.log[i];
-      if (e instanceof SettledRank) this.log[i] = e = settledEvent(e.event, e.previousRank, e.rank);
+      if (e instanceof SettledRank) this.log[i] = e = e.complete();
       next = String(this.base + i);
       if (e) events.push(Object.freeze({ id: e.id, type: e.type, userId: e.userId, at: e.at, payload: e.payload, position: next }));
     }
@@ -295,7 +332,7 @@ export class MemoryOutbox implements OutboxStore {
     let i = 0;
     while (i < this.log.length && removed < prune.limit) {
       const e = this.log[i];
-      if (e && Date.parse(e instanceof SettledRank ? e.event.at : e.at) >= before) break;
+      if (e && Date.parse(e.at) >= before) break;
       if (e) removed++;
       i++;
     }
