@@ -218,6 +218,30 @@ onEachStore('OutboxStore contract', (kind) => {
       expect((await readAll(store)).events).toEqual(events);
     });
 
+    it('read back each event’s own values and description when many events of one board are kept', async () => {
+      await board();
+      const user = { id: 'u1' };
+      const lb = (name: string, value: number, previousValue: number | null) => ({ id: 'board-b', key: 'b', name, status: 'active', rank: null, value, previousRank: null, previousValue, breakdownAttributes: [] });
+      const of = (id: string, leaderboard: Record<string, unknown>) => ({ ...rankEvent(id, 'u1', 'b'), payload: { type: 'leaderboard.rank_changed', user, leaderboard } });
+      // u1: 10 (rank 3) -> 25 (2) -> 35 (1) -> 5 (3): each commit keeps its event, the third with a renamed board.
+      await put('u1', { leaderboard: [write('b', 'u1', 25)], changes: [of('e1', lb('Board', 25, 10))] });
+      await put('u1', { leaderboard: [write('b', 'u1', 35)], changes: [of('e2', lb('Board', 35, 25))] });
+      await put('u1', { leaderboard: [write('b', 'u1', 5)], changes: [of('e3', lb('Renamed', 5, 35))] });
+      await put('u1', { leaderboard: [write('b', 'u1', 25)], changes: [of('e4', { ...lb('Board', 25, 5), extra: true })] });
+      // Fewer fields than the event before (the same ones in the same order, less the last two).
+      const { breakdownAttributes: _, ...fewer } = lb('Board', 35, 25);
+      await put('u1', { leaderboard: [write('b', 'u1', 35)], changes: [of('e5', fewer)] });
+      const { events } = await readAll(store);
+      expect(ids(events)).toEqual(['e1', 'e2', 'e3', 'e4', 'e5']);
+      expect(events.map((e) => (e.payload as { leaderboard: unknown }).leaderboard)).toEqual([
+        { ...lb('Board', 25, 10), previousRank: 3, rank: 2 },
+        { ...lb('Board', 35, 25), previousRank: 2, rank: 1 },
+        { ...lb('Renamed', 5, 35), previousRank: 1, rank: 3 },
+        { ...lb('Board', 25, 5), extra: true, previousRank: 3, rank: 2 },
+        { ...fewer, previousRank: 2, rank: 1 },
+      ]);
+    });
+
     it('are dropped when the ranks are equal, or when the commit has no rank change of that index and user', async () => {
       await board();
       await put('u3', { leaderboard: [write('b', 'u3', 35)], changes: [rankEvent('same', 'u3', 'b'), event('kept', 'u3')] });

@@ -48,26 +48,23 @@ function settleEach(changes: readonly ChangeEvent[] | undefined, ranks: readonly
 function settledEvent(c: ChangeEvent, previousRank: number | null, rank: number | null): Omit<ChangeEvent, 'rank'> {
   // Spelled out rather than a rest and three spreads.
   const payload = { ...c.payload };
-  payload.leaderboard = rankedBoard(c.payload.leaderboard as Record<string, unknown>, previousRank, rank);
+  const leaderboard = { ...(c.payload.leaderboard as Record<string, unknown>) };
+  leaderboard.previousRank = previousRank;
+  leaderboard.rank = rank;
+  payload.leaderboard = leaderboard;
   return { id: c.id, type: c.type, userId: c.userId, at: c.at, payload };
-}
-
-/** A copy of a marked event's `leaderboard` with its settled ranks (keys keep their places). */
-function rankedBoard(leaderboard: Record<string, unknown>, previousRank: number | null, rank: number | null): Record<string, unknown> {
-  const out = { ...leaderboard };
-  out.previousRank = previousRank;
-  out.rank = rank;
-  return out;
 }
 
 /**
  * A marked event kept by the memory outbox with its settled ranks, the parts of the event it needs and no
  * more: the event's own object, its payload's object and its marker are left to the young generation's
- * collection (the outbox keeps events until they are pruned, and each object it keeps is copied and promoted
- * by the collector: with 9 boards a call keeps some 6 of these). The completed event is built when first
- * read, so a commit that moves a user on many boards copies no payload (most events are never read twice,
- * many never). Made only for a payload of exactly `type`, `user` and `leaderboard` (what `deriveChanges`
- * gives a `leaderboard.rank_changed` event), in that order; any other keeps the whole event.
+ * collection, and the leaderboard's description is shared with the board's other kept events (see
+ * {@link SharedBoards}). The outbox keeps events until they are pruned, and each object it keeps is copied and
+ * promoted by the collector: with 9 boards a call keeps some 6 of these. The completed event is built when
+ * first read, so a commit that moves a user on many boards copies no payload (most events are never read
+ * twice, many never). Made only for a payload of exactly `type`, `user` and `leaderboard` (what
+ * `deriveChanges` gives a `leaderboard.rank_changed` event), in that order, whose leaderboard has a `value`
+ * and a `previousValue`; any other is completed at once and kept whole.
  */
 class SettledRank {
   constructor(
@@ -77,20 +74,62 @@ class SettledRank {
     readonly at: string,
     readonly payloadType: unknown,
     readonly user: unknown,
-    readonly leaderboard: Record<string, unknown>,
+    /** The leaderboard's fields in their order, shared: its value, previousValue and ranks are this event's below. */
+    readonly board: Record<string, unknown>,
+    readonly value: unknown,
+    readonly previousValue: unknown,
     readonly previousRank: number | null,
     readonly rank: number | null,
   ) {}
 
   /** The completed event, as {@link settledEvent} builds it from the whole event. */
   complete(): Omit<ChangeEvent, 'rank'> {
-    const leaderboard = rankedBoard(this.leaderboard, this.previousRank, this.rank);
+    const leaderboard = { ...this.board };
+    leaderboard.value = this.value;
+    leaderboard.previousValue = this.previousValue;
+    leaderboard.previousRank = this.previousRank;
+    leaderboard.rank = this.rank;
     return { id: this.id, type: this.type, userId: this.userId, at: this.at, payload: { type: this.payloadType, user: this.user, leaderboard } };
   }
 }
 
+/** The fields of a leaderboard payload that differ from event to event of one board. */
+const isEventValue = (k: string) => k === 'value' || k === 'previousValue' || k === 'rank' || k === 'previousRank';
+
+/**
+ * The leaderboard descriptions of the memory outbox's kept rank events, one per board id: a kept event's
+ * `leaderboard` with the same keys in the same order and the same values (`===`) but for its value,
+ * previousValue and ranks shares the description kept for its board, which changes only with the
+ * configuration or the run's status (a new description then replaces it). Their value fields are null: no
+ * user's figures stay in them. At most one per board id.
+ */
+class SharedBoards {
+  private readonly byId = new Map<string, { board: Record<string, unknown>; keys: string[] }>();
+
+  of(leaderboard: Record<string, unknown>): Record<string, unknown> {
+    const id = leaderboard.id;
+    if (typeof id !== 'string') return leaderboard;
+    const known = this.byId.get(id);
+    if (known !== undefined && sameDescription(known.board, known.keys, leaderboard)) return known.board;
+    const board = { ...leaderboard };
+    for (const k of Object.keys(board)) if (isEventValue(k)) board[k] = null;
+    this.byId.set(id, { board, keys: Object.keys(board) });
+    return board;
+  }
+}
+
+/** Whether `leaderboard` has exactly `keys` in that order, with the values of `board` but for the event's own. */
+function sameDescription(board: Record<string, unknown>, keys: readonly string[], leaderboard: Record<string, unknown>): boolean {
+  let i = 0;
+  for (const k in leaderboard) {
+    if (keys[i++] !== k) return false;
+    if (!isEventValue(k) && board[k] !== leaderboard[k]) return false;
+  }
+  return i === keys.length;
+}
+
 /** A kept marked event: the compact {@link SettledRank} when its payload has the usual shape, else completed now. */
-function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | null): Omit<ChangeEvent, 'rank'> | SettledRank {
+function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | null, boards: SharedBoards): Omit<ChangeEvent, 'rank'> | SettledRank {
   const p = c.payload;
   let n = 0;
   let order = 0;
@@ -98,9 +137,9 @@ function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | nu
     n++;
     if ((k === 'type' && n === 1) || (k === 'user' && n === 2) || (k === 'leaderboard' && n === 3)) order++;
   }
-  const leaderboard = p.leaderboard;
-  if (n === 3 && order === 3 && typeof leaderboard === 'object' && leaderboard !== null && Object.getPrototypeOf(p) === Object.prototype) {
-    return new SettledRank(c.id, c.type, c.userId, c.at, p.type, p.user, leaderboard as Record<string, unknown>, previousRank, rank);
+  const lb = p.leaderboard as Record<string, unknown> | null;
+  if (n === 3 && order === 3 && typeof lb === 'object' && lb !== null && Object.getPrototypeOf(p) === Object.prototype && Object.getPrototypeOf(lb) === Object.prototype && 'value' in lb && 'previousValue' in lb) {
+    return new SettledRank(c.id, c.type, c.userId, c.at, p.type, p.user, boards.of(lb), lb.value, lb.previousValue, previousRank, rank);
   }
   return settledEvent(c, previousRank, rank);
 }
@@ -187,6 +226,7 @@ export class MemoryOutbox implements OutboxStore {
   private readonly byUser = new Map<string, number[]>();
   private readonly consumers = new Map<string, { cursor: string | null; owner: string | null; until: number }>();
   private readonly marks = new Map<string, string>();
+  private readonly boards = new SharedBoards();
   private readonly deliveries = new Map<string, DeliveryRecord[]>();
   private readonly due = new Map<string, number>();
   private readonly heap = new DueHeap();
@@ -205,7 +245,7 @@ export class MemoryOutbox implements OutboxStore {
    * read. Synchronous: part of the commit's atomic step.
    */
   appendCommit(changes: readonly ChangeEvent[] | undefined, ranks: readonly RankChange[], userId: string): void {
-    settleEach(changes, ranks, userId, (c, settled) => this.keep(settled ? keptRank(c, settled.previousRank, settled.rank) : c, c.userId));
+    settleEach(changes, ranks, userId, (c, settled) => this.keep(settled ? keptRank(c, settled.previousRank, settled.rank, this.boards) : c, c.userId));
   }
 
   private keep(e: Omit<ChangeEvent, 'rank'> | SettledRank, userId: string | null): void {
