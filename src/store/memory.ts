@@ -528,10 +528,19 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
         const had = b.tree.remove(before, (slot as BoardUser).ms);
         if (isRanked) previousRank = had;
       }
+      const previousValue = before ? before.value : null;
       let after: IndexEntry | undefined;
       let rank: number | null = null;
       if (!w.remove) {
-        after = { userId: w.userId, value: w.value, reachedAt: w.reachedAt };
+        // The entry taken out is the user's alone (readers get copies): written again and put back, no new
+        // object per write (one that would live as long as the user's next write to this index).
+        if (before) {
+          after = before;
+          after.value = w.value;
+          after.reachedAt = w.reachedAt;
+        } else {
+          after = { userId: w.userId, value: w.value, reachedAt: w.reachedAt };
+        }
         const now = b.tree.insert(after, ms[i] as number);
         if (isRanked) rank = now;
       }
@@ -549,7 +558,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
         userId: w.userId,
         previousRank,
         rank,
-        previousValue: before ? before.value : null,
+        previousValue,
         value: after ? after.value : null,
       };
       if (w.thresholdRank !== undefined) change.threshold = b.tree.at(w.thresholdRank - 1)?.value ?? 0;

@@ -106,14 +106,20 @@ const isEventValue = (k: string) => k === 'value' || k === 'previousValue' || k 
 class SharedBoards {
   private readonly byId = new Map<string, { board: Record<string, unknown>; keys: string[] }>();
 
-  of(leaderboard: Record<string, unknown>): Record<string, unknown> {
+  /**
+   * The description to keep for `leaderboard`: its board's, when equal; else a new one (kept for its board
+   * when it has a string id); null when `leaderboard` has no `value` and `previousValue` of its own or is
+   * not a plain object (such an event is kept whole).
+   */
+  of(leaderboard: Record<string, unknown>): Record<string, unknown> | null {
     const id = leaderboard.id;
-    if (typeof id !== 'string') return leaderboard;
-    const known = this.byId.get(id);
+    const known = typeof id === 'string' ? this.byId.get(id) : undefined;
+    // Equal keys in equal order: the known description has its own value and previousValue (below).
     if (known !== undefined && sameDescription(known.board, known.keys, leaderboard)) return known.board;
+    if (Object.getPrototypeOf(leaderboard) !== Object.prototype || !Object.hasOwn(leaderboard, 'value') || !Object.hasOwn(leaderboard, 'previousValue')) return null;
     const board = { ...leaderboard };
     for (const k of Object.keys(board)) if (isEventValue(k)) board[k] = null;
-    this.byId.set(id, { board, keys: Object.keys(board) });
+    if (typeof id === 'string') this.byId.set(id, { board, keys: Object.keys(board) });
     return board;
   }
 }
@@ -131,17 +137,18 @@ function sameDescription(board: Record<string, unknown>, keys: readonly string[]
 /** A kept marked event: the compact {@link SettledRank} when its payload has the usual shape, else completed now. */
 function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | null, boards: SharedBoards): Omit<ChangeEvent, 'rank'> | SettledRank {
   const p = c.payload;
+  // Exactly `type`, `user` and `leaderboard`, in that order (for...in also lists inherited keys: any is one too many).
   let n = 0;
-  let order = 0;
   for (const k in p) {
-    n++;
-    if ((k === 'type' && n === 1) || (k === 'user' && n === 2) || (k === 'leaderboard' && n === 3)) order++;
+    if (++n > 3 || k !== (n === 1 ? 'type' : n === 2 ? 'user' : 'leaderboard')) {
+      n = -1;
+      break;
+    }
   }
-  const lb = p.leaderboard as Record<string, unknown> | null;
-  if (n === 3 && order === 3 && typeof lb === 'object' && lb !== null && Object.getPrototypeOf(p) === Object.prototype && Object.getPrototypeOf(lb) === Object.prototype && 'value' in lb && 'previousValue' in lb) {
-    return new SettledRank(c.id, c.type, c.userId, c.at, p.type, p.user, boards.of(lb), lb.value, lb.previousValue, previousRank, rank);
-  }
-  return settledEvent(c, previousRank, rank);
+  const lb = p.leaderboard;
+  const board = n === 3 && typeof lb === 'object' && lb !== null ? boards.of(lb as Record<string, unknown>) : null;
+  if (board === null) return settledEvent(c, previousRank, rank);
+  return new SettledRank(c.id, c.type, c.userId, c.at, p.type, p.user, board, (lb as Record<string, unknown>).value, (lb as Record<string, unknown>).previousValue, previousRank, rank);
 }
 
 /** A rank, or null when there is none or it is above the board's `cap`. */
