@@ -9,11 +9,11 @@ import pg from 'pg';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ChangeEvent, LeaderboardWrite, StoredChange } from '../src/core/types.js';
 import { isLaurelErrorCode } from '../src/errors.js';
-import { withRankIndex, type RankIndex } from '../src/index.js';
+import { createEngine, defineConfig, withRankIndex, type RankIndex } from '../src/index.js';
 import { createMemoryStore } from '../src/memory.js';
 import { createPostgresStore, type PostgresClient } from '../src/postgres.js';
 import type { Commit, OutboxStore, Store } from '../src/store/types.js';
-import { sampleState } from '../src/testing/index.js';
+import { sampleState, sequentialIds } from '../src/testing/index.js';
 import { PG_URL, uniq } from './servers.js';
 import { freshStore, onEachStore } from './stores.js';
 
@@ -482,6 +482,47 @@ onEachStore('OutboxStore contract', (kind) => {
     await store.eraseUser({ userId: 'u1', expectedVersion: versions.get('u1')!, counters: {}, reset: { state: sampleState('u1', 0), ledger: [], leaderboard: [] } });
     expect(await store.claimDue({ now: at(1000), limit: 10, leaseMs: 1000 })).toEqual([]);
     expect(ids((await readAll(store)).events)).toEqual(['other']);
+  });
+});
+
+describe('memory outbox: rank events as the engine makes them', () => {
+  it('read back exactly as the same commits given as plain data (a JSON copy), field for field and in key order', async () => {
+    // One memory store gets each commit as the engine made it (rank markers carrying their board's
+    // description, kept compactly); the other a JSON copy of it (plain markers, kept whole).
+    const copy = createMemoryStore();
+    const main = createMemoryStore();
+    const store = new Proxy(main, {
+      get(target, prop, receiver) {
+        if (prop === 'commit') {
+          return async (c: Commit) => {
+            await copy.commit(JSON.parse(JSON.stringify(c)) as Commit);
+            return target.commit(c);
+          };
+        }
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    let now = Date.parse('2026-01-05T10:00:00Z');
+    const config = defineConfig({
+      metrics: [{ key: 'lessons', name: 'Lessons' }],
+      attributes: [{ key: 'team', name: 'Team', type: 'user' }],
+      pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 't', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 3 }] }],
+      leaderboards: [
+        { key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2026-01-01' },
+        { key: 'daily', name: 'Daily', rankBy: 'metric', metricKey: 'lessons', start: '2026-01-01', runUnit: 'day', maxParticipants: 2 },
+        { key: 'teams', name: 'Teams', rankBy: 'points', pointsSystemKey: 'xp', start: '2026-01-01', breakdownAttributes: ['team'] },
+      ],
+    });
+    const engine = createEngine({ config, store, clock: () => new Date(now), newId: sequentialIds() });
+    for (let i = 0; i < 60; i++) {
+      now += 37 * 60_000;
+      await engine.recordEvent('lessons', { user: { id: `u${i % 5}`, attributes: { team: i % 7 < 3 ? 'red' : 'blue' } }, value: 1 + (i % 4) });
+    }
+    const compact = (await readAll(main, undefined, 50)).events;
+    const whole = (await readAll(copy, undefined, 50)).events;
+    expect(compact.filter((e) => e.type === 'leaderboard.rank_changed').length).toBeGreaterThan(30);
+    expect(compact).toEqual(whole);
+    expect(compact.map((e) => JSON.stringify(e))).toEqual(whole.map((e) => JSON.stringify(e)));
   });
 });
 

@@ -66,6 +66,38 @@ function rankTemplate(board: CompiledLeaderboard, status: string): Record<string
 }
 const rankTemplates = new WeakMap<CompiledLeaderboard, Map<string, Record<string, unknown>>>();
 
+/**
+ * The `rank` marker of a `leaderboard.rank_changed` event (`{ index, cap }` to every store and in JSON), which
+ * also carries, privately, the board description the event's `leaderboard` was spread from (its
+ * {@link rankTemplate}: the fields but for the event's values and ranks). A store that keeps events in memory
+ * keeps that one shared object and the event's values instead of a copy of the description per event (the
+ * memory outbox, see `store/outbox.ts`). Private: not serialised, not copied by a spread or a JSON round
+ * trip (a copied marker is a plain `{ index, cap }`).
+ */
+class RankMarker {
+  readonly #board: Readonly<Record<string, unknown>>;
+  constructor(
+    readonly index: string,
+    readonly cap: number,
+    board: Readonly<Record<string, unknown>>,
+  ) {
+    this.#board = board;
+  }
+
+  static boardOf(marker: unknown): Readonly<Record<string, unknown>> | undefined {
+    return marker instanceof RankMarker ? marker.#board : undefined;
+  }
+}
+
+/**
+ * The board description a rank event's marker was made with by {@link deriveChanges} (its `leaderboard` is a
+ * spread of it with the event's `value` and `previousValue` set), or undefined for any other marker. Never
+ * write to it.
+ */
+export function rankMarkerBoard(marker: ChangeEvent['rank']): Readonly<Record<string, unknown>> | undefined {
+  return RankMarker.boardOf(marker);
+}
+
 /** The run starting on `start` of a board (`runContaining`), remembered per board for its last run. */
 function runStarting(board: CompiledLeaderboard, start: LocalDate): Run {
   const last = lastRuns.get(board);
@@ -331,10 +363,11 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     if (sameRun && was.value === now.value) continue;
     const status = runStatus(board, runStarting(board, now.run), ctx.now);
     // Keys in the order of `{ ...wireBoard(board, status), rank: null, value, previousRank: null, previousValue }`.
-    const leaderboard = { ...rankTemplate(board, status) };
+    const template = rankTemplate(board, status);
+    const leaderboard = { ...template };
     leaderboard.value = now.value;
     leaderboard.previousValue = sameRun ? was.value : null;
-    found.emit('leaderboard.rank_changed', now.reachedAt <= nowIso ? now.reachedAt : nowIso, { type: 'leaderboard.rank_changed', user: found.wired(), leaderboard }, { index: boardIndexOf(board, now.run, now.group), cap: board.maxParticipants });
+    found.emit('leaderboard.rank_changed', now.reachedAt <= nowIso ? now.reachedAt : nowIso, { type: 'leaderboard.rank_changed', user: found.wired(), leaderboard }, new RankMarker(boardIndexOf(board, now.run, now.group), board.maxParticipants, template));
   }
 
   // A user's own boosts starting and ending (time-driven: since the instant changes were last looked at).

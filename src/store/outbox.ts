@@ -3,6 +3,7 @@
  * events from its rank changes, and the memory store's outbox, consumer leases, marks and due index.
  */
 import type { ChangeEvent, StoredChange } from '../core/types.js';
+import { rankMarkerBoard } from '../core/changes.js';
 import { instantMs } from '../core/instants.js';
 import { ValidationError } from '../errors.js';
 import type { ChangesPage, DeliveryRecord, OutboxStore, RankChange } from './types.js';
@@ -57,14 +58,11 @@ function settledEvent(c: ChangeEvent, previousRank: number | null, rank: number 
 
 /**
  * A marked event kept by the memory outbox with its settled ranks, the parts of the event it needs and no
- * more: the event's own object, its payload's object and its marker are left to the young generation's
- * collection, and the leaderboard's description is shared with the board's other kept events (see
- * {@link SharedBoards}). The outbox keeps events until they are pruned, and each object it keeps is copied and
- * promoted by the collector: with 9 boards a call keeps some 6 of these. The completed event is built when
- * first read, so a commit that moves a user on many boards copies no payload (most events are never read
- * twice, many never). Made only for a payload of exactly `type`, `user` and `leaderboard` (what
- * `deriveChanges` gives a `leaderboard.rank_changed` event), in that order, whose leaderboard has a `value`
- * and a `previousValue`; any other is completed at once and kept whole.
+ * more: its board's description is the one shared object the core made its `leaderboard` from (see
+ * `rankMarkerBoard`), and the event's own object, payload object, leaderboard copy and marker are left to
+ * the young generation's collection. The outbox keeps events until they are pruned, and each object it
+ * keeps is copied and promoted by the collector: with 9 boards a call keeps some 6 of these. The completed
+ * event is built when first read (most events are never read twice, many never).
  */
 class SettledRank {
   constructor(
@@ -75,7 +73,7 @@ class SettledRank {
     readonly payloadType: unknown,
     readonly user: unknown,
     /** The leaderboard's fields in their order, shared: its value, previousValue and ranks are this event's below. */
-    readonly board: Record<string, unknown>,
+    readonly board: Readonly<Record<string, unknown>>,
     readonly value: unknown,
     readonly previousValue: unknown,
     readonly previousRank: number | null,
@@ -84,7 +82,7 @@ class SettledRank {
 
   /** The completed event, as {@link settledEvent} builds it from the whole event. */
   complete(): Omit<ChangeEvent, 'rank'> {
-    const leaderboard = { ...this.board };
+    const leaderboard: Record<string, unknown> = { ...this.board };
     leaderboard.value = this.value;
     leaderboard.previousValue = this.previousValue;
     leaderboard.previousRank = this.previousRank;
@@ -93,49 +91,13 @@ class SettledRank {
   }
 }
 
-/** The fields of a leaderboard payload that differ from event to event of one board. */
-const isEventValue = (k: string) => k === 'value' || k === 'previousValue' || k === 'rank' || k === 'previousRank';
-
 /**
- * The leaderboard descriptions of the memory outbox's kept rank events, one per board id: a kept event's
- * `leaderboard` with the same keys in the same order and the same values (`===`) but for its value,
- * previousValue and ranks shares the description kept for its board, which changes only with the
- * configuration or the run's status (a new description then replaces it). Their value fields are null: no
- * user's figures stay in them. At most one per board id.
+ * A kept marked event: the compact {@link SettledRank} for an event as `deriveChanges` makes it (a marker with
+ * its board's description, a payload of exactly `type`, `user` and `leaderboard`); any other is completed now.
  */
-class SharedBoards {
-  private readonly byId = new Map<string, { board: Record<string, unknown>; keys: string[] }>();
-
-  /**
-   * The description to keep for `leaderboard`: its board's, when equal; else a new one (kept for its board
-   * when it has a string id); null when `leaderboard` has no `value` and `previousValue` of its own or is
-   * not a plain object (such an event is kept whole).
-   */
-  of(leaderboard: Record<string, unknown>): Record<string, unknown> | null {
-    const id = leaderboard.id;
-    const known = typeof id === 'string' ? this.byId.get(id) : undefined;
-    // Equal keys in equal order: the known description has its own value and previousValue (below).
-    if (known !== undefined && sameDescription(known.board, known.keys, leaderboard)) return known.board;
-    if (Object.getPrototypeOf(leaderboard) !== Object.prototype || !Object.hasOwn(leaderboard, 'value') || !Object.hasOwn(leaderboard, 'previousValue')) return null;
-    const board = { ...leaderboard };
-    for (const k of Object.keys(board)) if (isEventValue(k)) board[k] = null;
-    if (typeof id === 'string') this.byId.set(id, { board, keys: Object.keys(board) });
-    return board;
-  }
-}
-
-/** Whether `leaderboard` has exactly `keys` in that order, with the values of `board` but for the event's own. */
-function sameDescription(board: Record<string, unknown>, keys: readonly string[], leaderboard: Record<string, unknown>): boolean {
-  let i = 0;
-  for (const k in leaderboard) {
-    if (keys[i++] !== k) return false;
-    if (!isEventValue(k) && board[k] !== leaderboard[k]) return false;
-  }
-  return i === keys.length;
-}
-
-/** A kept marked event: the compact {@link SettledRank} when its payload has the usual shape, else completed now. */
-function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | null, boards: SharedBoards): Omit<ChangeEvent, 'rank'> | SettledRank {
+function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | null): Omit<ChangeEvent, 'rank'> | SettledRank {
+  const board = rankMarkerBoard(c.rank);
+  if (board === undefined) return settledEvent(c, previousRank, rank);
   const p = c.payload;
   // Exactly `type`, `user` and `leaderboard`, in that order (for...in also lists inherited keys: any is one too many).
   let n = 0;
@@ -145,10 +107,9 @@ function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | nu
       break;
     }
   }
-  const lb = p.leaderboard;
-  const board = n === 3 && typeof lb === 'object' && lb !== null ? boards.of(lb as Record<string, unknown>) : null;
-  if (board === null) return settledEvent(c, previousRank, rank);
-  return new SettledRank(c.id, c.type, c.userId, c.at, p.type, p.user, board, (lb as Record<string, unknown>).value, (lb as Record<string, unknown>).previousValue, previousRank, rank);
+  if (n !== 3) return settledEvent(c, previousRank, rank);
+  const lb = p.leaderboard as Record<string, unknown>;
+  return new SettledRank(c.id, c.type, c.userId, c.at, p.type, p.user, board, lb.value, lb.previousValue, previousRank, rank);
 }
 
 /** A rank, or null when there is none or it is above the board's `cap`. */
@@ -233,7 +194,6 @@ export class MemoryOutbox implements OutboxStore {
   private readonly byUser = new Map<string, number[]>();
   private readonly consumers = new Map<string, { cursor: string | null; owner: string | null; until: number }>();
   private readonly marks = new Map<string, string>();
-  private readonly boards = new SharedBoards();
   private readonly deliveries = new Map<string, DeliveryRecord[]>();
   private readonly due = new Map<string, number>();
   private readonly heap = new DueHeap();
@@ -252,7 +212,7 @@ export class MemoryOutbox implements OutboxStore {
    * read. Synchronous: part of the commit's atomic step.
    */
   appendCommit(changes: readonly ChangeEvent[] | undefined, ranks: readonly RankChange[], userId: string): void {
-    settleEach(changes, ranks, userId, (c, settled) => this.keep(settled ? keptRank(c, settled.previousRank, settled.rank, this.boards) : c, c.userId));
+    settleEach(changes, ranks, userId, (c, settled) => this.keep(settled ? keptRank(c, settled.previousRank, settled.rank) : c, c.userId));
   }
 
   private keep(e: Omit<ChangeEvent, 'rank'> | SettledRank, userId: string | null): void {
