@@ -744,7 +744,9 @@ export interface ChangeEvent {
    * `leaderboard.rank_changed` in a commit only: the store fills `payload.leaderboard.previousRank` and
    * `.rank` from this commit's rank change of (`index`, the user) (the first write's previous rank, the last
    * write's rank, each null when above `cap`), drops this field, and drops the whole event when the two
-   * are equal. Stored events never have it.
+   * are equal. Stored events never have it. The marker `deriveChanges` makes is a class instance whose own
+   * fields are these two (what JSON and a spread give); it also carries, privately, the board description
+   * the payload was spread from, for the memory store (see `rankMarkerBoard`).
    */
   rank?: { index: string; cap: number };
 }
