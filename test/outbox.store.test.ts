@@ -10,9 +10,10 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ChangeEvent, LeaderboardWrite, StoredChange } from '../src/core/types.js';
 import { isLaurelErrorCode } from '../src/errors.js';
 import { createEngine, defineConfig, withRankIndex, type RankIndex } from '../src/index.js';
-import { createMemoryStore } from '../src/memory.js';
+import { createMemoryStore, type MemoryStore } from '../src/memory.js';
+import { compactBoard, settleChanges } from '../src/store/outbox.js';
 import { createPostgresStore, type PostgresClient } from '../src/postgres.js';
-import type { Commit, OutboxStore, Store } from '../src/store/types.js';
+import type { Commit, OutboxStore, RankChange, Store } from '../src/store/types.js';
 import { sampleState, sequentialIds } from '../src/testing/index.js';
 import { PG_URL, uniq } from './servers.js';
 import { freshStore, onEachStore } from './stores.js';
@@ -486,43 +487,88 @@ onEachStore('OutboxStore contract', (kind) => {
 });
 
 describe('memory outbox: rank events as the engine makes them', () => {
-  it('read back exactly as the same commits given as plain data (a JSON copy), field for field and in key order', async () => {
-    // One memory store gets each commit as the engine made it (rank markers carrying their board's
-    // description, kept compactly); the other a JSON copy of it (plain markers, kept whole).
-    const copy = createMemoryStore();
-    const main = createMemoryStore();
+  const config = defineConfig({
+    metrics: [{ key: 'lessons', name: 'Lessons' }],
+    attributes: [{ key: 'team', name: 'Team', type: 'user' }],
+    pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 't', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 3 }] }],
+    leaderboards: [
+      { key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2026-01-01' },
+      { key: 'daily', name: 'Daily', rankBy: 'metric', metricKey: 'lessons', start: '2026-01-01', runUnit: 'day', maxParticipants: 2 },
+      { key: 'teams', name: 'Teams', rankBy: 'points', pointsSystemKey: 'xp', start: '2026-01-01', breakdownAttributes: ['team'] },
+    ],
+  });
+  /** An engine on `main` whose commits `edit` gets first, and 60 events over 5 users, 3 boards. */
+  async function run(main: MemoryStore, edit: (c: Commit) => Promise<Commit> | Commit, committed?: (c: Commit, ranks: readonly RankChange[]) => void) {
     const store = new Proxy(main, {
       get(target, prop, receiver) {
         if (prop === 'commit') {
           return async (c: Commit) => {
-            await copy.commit(JSON.parse(JSON.stringify(c)) as Commit);
-            return target.commit(c);
+            const edited = await edit(c);
+            const result = await target.commit(edited);
+            committed?.(edited, result.ranks);
+            return result;
           };
         }
         return Reflect.get(target, prop, receiver);
       },
     });
     let now = Date.parse('2026-01-05T10:00:00Z');
-    const config = defineConfig({
-      metrics: [{ key: 'lessons', name: 'Lessons' }],
-      attributes: [{ key: 'team', name: 'Team', type: 'user' }],
-      pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 't', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 3 }] }],
-      leaderboards: [
-        { key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2026-01-01' },
-        { key: 'daily', name: 'Daily', rankBy: 'metric', metricKey: 'lessons', start: '2026-01-01', runUnit: 'day', maxParticipants: 2 },
-        { key: 'teams', name: 'Teams', rankBy: 'points', pointsSystemKey: 'xp', start: '2026-01-01', breakdownAttributes: ['team'] },
-      ],
-    });
     const engine = createEngine({ config, store, clock: () => new Date(now), newId: sequentialIds() });
     for (let i = 0; i < 60; i++) {
       now += 37 * 60_000;
       await engine.recordEvent('lessons', { user: { id: `u${i % 5}`, attributes: { team: i % 7 < 3 ? 'red' : 'blue' } }, value: 1 + (i % 4) });
     }
-    const compact = (await readAll(main, undefined, 50)).events;
+  }
+  const rankEvents = (c: Commit) => (c.changes ?? []).filter((e) => e.type === 'leaderboard.rank_changed');
+
+  it('read back exactly as the same commits given as plain data (a JSON copy), field for field and in key order', async () => {
+    // One memory store gets each commit as the engine made it (kept compactly), the other a JSON copy of it
+    // (plain markers: kept whole). The engine's events take the compact path, the copies do not.
+    const copy = createMemoryStore();
+    const main = createMemoryStore();
+    let compact = 0;
+    await run(main, async (c) => {
+      const plain = JSON.parse(JSON.stringify(c)) as Commit;
+      for (const e of rankEvents(c)) if (compactBoard(e) !== undefined) compact++;
+      expect(rankEvents(plain).filter((e) => compactBoard(e) !== undefined)).toEqual([]);
+      await copy.commit(plain);
+      return c;
+    });
+    const kept = (await readAll(main, undefined, 50)).events;
     const whole = (await readAll(copy, undefined, 50)).events;
-    expect(compact.filter((e) => e.type === 'leaderboard.rank_changed').length).toBeGreaterThan(30);
-    expect(compact).toEqual(whole);
-    expect(compact.map((e) => JSON.stringify(e))).toEqual(whole.map((e) => JSON.stringify(e)));
+    expect(compact).toBeGreaterThan(60);
+    expect(kept.filter((e) => e.type === 'leaderboard.rank_changed').length).toBeGreaterThan(30);
+    expect(kept).toEqual(whole);
+    expect(kept.map((e) => JSON.stringify(e))).toEqual(whole.map((e) => JSON.stringify(e)));
+  });
+
+  it('keep a commit’s edits: a cloned marker or a replaced leaderboard is kept whole, as settleChanges completes it', async () => {
+    const main = createMemoryStore();
+    const expected: Omit<ChangeEvent, 'rank'>[] = [];
+    let edited = 0;
+    const settled = (c: Commit, ranks: readonly RankChange[]) => expected.push(...settleChanges(c.changes, ranks, c.userId));
+    await run(main, (c) => {
+      if (!c.changes) return c;
+      const changes = c.changes.map((e, i) => {
+        if (e.type !== 'leaderboard.rank_changed' || !e.rank) return e;
+        edited++;
+        // A clone that keeps the marker's prototype (lodash's cloneDeep does), or a replaced leaderboard.
+        if (i % 2 === 0) return { ...e, rank: Object.assign(Object.create(Object.getPrototypeOf(e.rank) as object) as object, e.rank) as typeof e.rank };
+        return { ...e, payload: { ...e.payload, leaderboard: { ...(e.payload.leaderboard as object), name: 'Renamed', extra: 1 } } };
+      });
+      for (const e of changes) if (e.rank) expect(compactBoard(e)).toBeUndefined();
+      return { ...c, changes };
+    }, settled);
+    expect(edited).toBeGreaterThan(30);
+    expect((await readAll(main, undefined, 50)).events.map(({ position: _, ...e }) => e)).toEqual(expected);
+    const kept = (await readAll(main, undefined, 50)).events.filter((e) => e.type === 'leaderboard.rank_changed');
+    const names = kept.map((e) => (e.payload.leaderboard as { name: string; extra?: number }).name);
+    expect(names).toContain('Renamed');
+    expect(names.filter((n) => n !== 'Renamed').length).toBeGreaterThan(0);
+    for (const e of kept) {
+      const lb = e.payload.leaderboard as { name: string; extra?: number };
+      expect(lb.extra === 1).toBe(lb.name === 'Renamed');
+    }
   });
 });
 

@@ -68,34 +68,40 @@ const rankTemplates = new WeakMap<CompiledLeaderboard, Map<string, Record<string
 
 /**
  * The `rank` marker of a `leaderboard.rank_changed` event (`{ index, cap }` to every store and in JSON), which
- * also carries, privately, the board description the event's `leaderboard` was spread from (its
- * {@link rankTemplate}: the fields but for the event's values and ranks). A store that keeps events in memory
- * keeps that one shared object and the event's values instead of a copy of the description per event (the
- * memory outbox, see `store/outbox.ts`). Private: not serialised, not copied by a spread or a JSON round
- * trip (a copied marker is a plain `{ index, cap }`).
+ * also carries, privately, the event's `leaderboard` object and the board description it was spread from
+ * (its {@link rankTemplate}: the fields but for the event's values and ranks). A store that keeps events in
+ * memory keeps that one shared description and the event's values instead of a copy of the description per
+ * event (the memory outbox, see `store/outbox.ts`). Private: not serialised, and not carried by any copy of
+ * the marker (a spread, a JSON round trip, `structuredClone`, a clone that keeps the prototype).
  */
 class RankMarker {
   readonly #board: Readonly<Record<string, unknown>>;
+  readonly #leaderboard: Readonly<Record<string, unknown>>;
   constructor(
     readonly index: string,
     readonly cap: number,
     board: Readonly<Record<string, unknown>>,
+    leaderboard: Readonly<Record<string, unknown>>,
   ) {
     this.#board = board;
+    this.#leaderboard = leaderboard;
   }
 
-  static boardOf(marker: unknown): Readonly<Record<string, unknown>> | undefined {
-    return marker instanceof RankMarker ? marker.#board : undefined;
+  static boardFor(marker: unknown, leaderboard: unknown): Readonly<Record<string, unknown>> | undefined {
+    // A brand check, not instanceof: a clone that keeps the prototype has no private fields.
+    return typeof marker === 'object' && marker !== null && #board in marker && marker.#leaderboard === leaderboard ? marker.#board : undefined;
   }
 }
 
 /**
- * The board description a rank event's marker was made with by {@link deriveChanges} (its `leaderboard` is a
- * spread of it with the event's `value` and `previousValue` set), or undefined for any other marker. Never
- * write to it.
+ * The board description a rank event's marker was made with by {@link deriveChanges}, when `leaderboard` is
+ * the very object the event was made with (a spread of the description with the event's `value` and
+ * `previousValue` set); else undefined (any other marker, or a payload whose leaderboard was replaced). A
+ * store that relies on it must not see edits made to that object in place (the events of a commit are the
+ * store's once handed over; a wrapper that changes one replaces it or its payload). Never write to it.
  */
-export function rankMarkerBoard(marker: ChangeEvent['rank']): Readonly<Record<string, unknown>> | undefined {
-  return RankMarker.boardOf(marker);
+export function rankMarkerBoard(marker: ChangeEvent['rank'], leaderboard: unknown): Readonly<Record<string, unknown>> | undefined {
+  return RankMarker.boardFor(marker, leaderboard);
 }
 
 /** The run starting on `start` of a board (`runContaining`), remembered per board for its last run. */
@@ -367,7 +373,7 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     const leaderboard = { ...template };
     leaderboard.value = now.value;
     leaderboard.previousValue = sameRun ? was.value : null;
-    found.emit('leaderboard.rank_changed', now.reachedAt <= nowIso ? now.reachedAt : nowIso, { type: 'leaderboard.rank_changed', user: found.wired(), leaderboard }, new RankMarker(boardIndexOf(board, now.run, now.group), board.maxParticipants, template));
+    found.emit('leaderboard.rank_changed', now.reachedAt <= nowIso ? now.reachedAt : nowIso, { type: 'leaderboard.rank_changed', user: found.wired(), leaderboard }, new RankMarker(boardIndexOf(board, now.run, now.group), board.maxParticipants, template, leaderboard));
   }
 
   // A user's own boosts starting and ending (time-driven: since the instant changes were last looked at).

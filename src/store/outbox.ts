@@ -92,22 +92,28 @@ class SettledRank {
 }
 
 /**
- * A kept marked event: the compact {@link SettledRank} for an event as `deriveChanges` makes it (a marker with
- * its board's description, a payload of exactly `type`, `user` and `leaderboard`); any other is completed now.
+ * The shared board description to keep a marked event by (see {@link SettledRank}): for an event as
+ * `deriveChanges` made it (its marker carries the description and the event's very `leaderboard` object,
+ * see `rankMarkerBoard`) whose payload has exactly `type`, `user` and `leaderboard`, in that order; else
+ * undefined, and the event is completed at once and kept whole.
  */
-function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | null): Omit<ChangeEvent, 'rank'> | SettledRank {
-  const board = rankMarkerBoard(c.rank);
-  if (board === undefined) return settledEvent(c, previousRank, rank);
+export function compactBoard(c: ChangeEvent): Readonly<Record<string, unknown>> | undefined {
   const p = c.payload;
+  const board = rankMarkerBoard(c.rank, p.leaderboard);
+  if (board === undefined) return undefined;
   // Exactly `type`, `user` and `leaderboard`, in that order (for...in also lists inherited keys: any is one too many).
   let n = 0;
   for (const k in p) {
-    if (++n > 3 || k !== (n === 1 ? 'type' : n === 2 ? 'user' : 'leaderboard')) {
-      n = -1;
-      break;
-    }
+    if (++n > 3 || k !== (n === 1 ? 'type' : n === 2 ? 'user' : 'leaderboard')) return undefined;
   }
-  if (n !== 3) return settledEvent(c, previousRank, rank);
+  return n === 3 ? board : undefined;
+}
+
+/** A kept marked event: the compact {@link SettledRank} when {@link compactBoard} allows, else completed now. */
+function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | null): Omit<ChangeEvent, 'rank'> | SettledRank {
+  const board = compactBoard(c);
+  if (board === undefined) return settledEvent(c, previousRank, rank);
+  const p = c.payload;
   const lb = p.leaderboard as Record<string, unknown>;
   return new SettledRank(c.id, c.type, c.userId, c.at, p.type, p.user, board, lb.value, lb.previousValue, previousRank, rank);
 }
