@@ -745,8 +745,8 @@ export interface ChangeEvent {
    * `.rank` from this commit's rank change of (`index`, the user) (the first write's previous rank, the last
    * write's rank, each null when above `cap`), drops this field, and drops the whole event when the two
    * are equal. Stored events never have it. The marker `deriveChanges` makes is a class instance whose own
-   * fields are these two (what JSON and a spread give); it also carries, privately, the board description
-   * the payload was spread from, for the memory store (see `rankMarkerBoard`).
+   * fields are these two (what JSON and a spread give); it also carries, privately, the event's leaderboard
+   * object and the board description it was spread from, for the memory store (see `rankMarkerBoard`).
    */
   rank?: { index: string; cap: number };
 }

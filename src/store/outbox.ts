@@ -48,10 +48,10 @@ function settleEach(changes: readonly ChangeEvent[] | undefined, ranks: readonly
 /** A marked event completed with its settled ranks (the event's fields less the marker, in their order). */
 function settledEvent(c: ChangeEvent, previousRank: number | null, rank: number | null): Omit<ChangeEvent, 'rank'> {
   // Spelled out rather than a rest and three spreads.
-  const payload = { ...c.payload };
   const leaderboard = { ...(c.payload.leaderboard as Record<string, unknown>) };
   leaderboard.previousRank = previousRank;
   leaderboard.rank = rank;
+  const payload = { ...c.payload };
   payload.leaderboard = leaderboard;
   return { id: c.id, type: c.type, userId: c.userId, at: c.at, payload };
 }
