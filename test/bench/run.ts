@@ -427,8 +427,6 @@ function boardsConfig(n: number): LaurelConfig {
 
 /** What a boards child process measured (see {@link boardsMeasure}). */
 interface BoardsFigures {
-  /** Calls timed. */
-  calls: number;
   /** CPU time of this process per call over the timed calls (GC included), µs. */
   cpuUs: number;
   /** The median call by the wall clock, µs (GC pauses fall on few calls: the median leaves them out). */
@@ -455,7 +453,7 @@ async function boardsMeasure(n: number): Promise<BoardsFigures> {
     await one(i);
     times.push((performance.now() - s) * 1000);
   }
-  return { calls: times.length, cpuUs: (cpuSeconds(c0) * 1e6) / times.length, medianUs: median(times) };
+  return { cpuUs: (cpuSeconds(c0) * 1e6) / times.length, medianUs: median(times) };
 }
 
 /** Runs `role` of this script in a child process; hands each of its `@@` lines to `onData`, prints the rest. */
@@ -494,17 +492,14 @@ async function boards() {
     const f = await child(`boards:${n}`, [], (tag, json) => tag === 'boards' && runs[n].push(json as BoardsFigures));
     if (f !== null) failed.push(f);
   }
-  const pick = (all: BoardsFigures[]): BoardsFigures | undefined => (all.length === 0 ? undefined : { calls: all.reduce((t, r) => t + r.calls, 0), cpuUs: median(all.map((r) => r.cpuUs)), medianUs: median(all.map((r) => r.medianUs)) });
-  const got = new Map<number, BoardsFigures | undefined>([
-    [1, pick(runs[1])],
-    [9, pick(runs[9])],
-  ]);
-  const one = got.get(1);
-  const nine = got.get(9);
-  if (!one || !nine || failed.length > 0) {
-    notMeasured('boards', `a child process ended with ${failed.join(', ')}`);
+  if (failed.length > 0 || runs[1].length !== 3 || runs[9].length !== 3) {
+    notMeasured('boards', failed.length > 0 ? `a child process ended with ${failed.join(', ')}` : 'a child process gave no figures');
     return;
   }
+  /** The median run's figures (CPU and median call each the median of the runs'). */
+  const pick = (all: BoardsFigures[]) => ({ cpuUs: median(all.map((r) => r.cpuUs)), medianUs: median(all.map((r) => r.medianUs)) });
+  const one = pick(runs[1]);
+  const nine = pick(runs[9]);
   const perBoard = (nine.cpuUs - one.cpuUs) / 8;
   console.log(`runs, µs of CPU per event: 1 board ${runs[1].map((r) => fmt(r.cpuUs, 2)).join(', ')}; 9 boards ${runs[9].map((r) => fmt(r.cpuUs, 2)).join(', ')}`);
   console.log(`1 board:  ${fmt(one.cpuUs, 2)} µs of CPU per event, the median run (median call ${fmt(one.medianUs, 2)} µs by the wall clock)`);
