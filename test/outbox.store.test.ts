@@ -200,6 +200,20 @@ onEachStore('OutboxStore contract', (kind) => {
       expect('rank' in r1).toBe(false);
     });
 
+    it('read a missing payload, or a leaderboard that is not an object, as {} (the commit is applied whole)', async () => {
+      await board();
+      const odd = (id: string, payload: unknown) => ({ ...rankEvent(id, 'u1', 'b'), payload: payload as Record<string, unknown> });
+      await put('u1', { leaderboard: [write('b', 'u1', 25)], changes: [odd('none', undefined), odd('text', { type: 'leaderboard.rank_changed', leaderboard: 'x' }), odd('list', { note: 1, leaderboard: [1, 2] })] });
+      const { events } = await readAll(store);
+      expect(ids(events)).toEqual(['none', 'text', 'list']);
+      expect(events.map((e) => e.payload)).toEqual([
+        { leaderboard: { previousRank: 3, rank: 2 } },
+        { type: 'leaderboard.rank_changed', leaderboard: { previousRank: 3, rank: 2 } },
+        { note: 1, leaderboard: { previousRank: 3, rank: 2 } },
+      ]);
+      expect((await store.getEntry('b', 'u1'))?.value).toBe(25);
+    });
+
     it('read back field for field and in key order, in the engine’s payload shape (type, user, leaderboard) and in any other', async () => {
       await board();
       const user = { id: 'u1', name: null, attributes: {} };

@@ -45,16 +45,24 @@ function settleEach(changes: readonly ChangeEvent[] | undefined, ranks: readonly
   }
 }
 
-/** A marked event completed with its settled ranks (the event's fields less the marker, in their order). */
+/**
+ * A marked event completed with its settled ranks (the event's fields less the marker, in their order). A
+ * payload that is not an object reads as `{}`, and so does a `leaderboard` that is not one (as the
+ * PostgreSQL store reads them).
+ */
 function settledEvent(c: ChangeEvent, previousRank: number | null, rank: number | null): Omit<ChangeEvent, 'rank'> {
   // Spelled out rather than a rest and three spreads.
-  const leaderboard = { ...(c.payload.leaderboard as Record<string, unknown>) };
+  const given: Record<string, unknown> = isObject(c.payload) ? c.payload : {};
+  const leaderboard: Record<string, unknown> = isObject(given.leaderboard) ? { ...given.leaderboard } : {};
   leaderboard.previousRank = previousRank;
   leaderboard.rank = rank;
-  const payload = { ...c.payload };
+  const payload = { ...given };
   payload.leaderboard = leaderboard;
   return { id: c.id, type: c.type, userId: c.userId, at: c.at, payload };
 }
+
+/** A JSON object: not null, not an array. */
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * A marked event kept by the memory outbox with its settled ranks, the parts of the event it needs and no
@@ -99,6 +107,7 @@ class SettledRank {
  */
 export function compactBoard(c: ChangeEvent): Readonly<Record<string, unknown>> | undefined {
   const p = c.payload;
+  if (typeof p !== 'object' || p === null) return undefined;
   const board = rankMarkerBoard(c.rank, p.leaderboard);
   if (board === undefined) return undefined;
   // Exactly `type`, `user` and `leaderboard`, in that order (for...in also lists inherited keys: any is one too many).
