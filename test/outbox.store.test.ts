@@ -214,7 +214,7 @@ onEachStore('OutboxStore contract', (kind) => {
       expect((await store.getEntry('b', 'u1'))?.value).toBe(25);
     });
 
-    it('read back field for field and in key order, in the engine’s payload shape (type, user, leaderboard) and in any other', async () => {
+    it('read back field for field and in key order with plain markers (kept whole), in the engine’s payload shape (type, user, leaderboard) and in any other', async () => {
       await board();
       const user = { id: 'u1', name: null, attributes: {} };
       const engineShape = { ...rankEvent('shaped', 'u1', 'b'), payload: { type: 'leaderboard.rank_changed', user, leaderboard: { key: 'b', rank: null, value: 25, previousRank: null, previousValue: 10 } } };

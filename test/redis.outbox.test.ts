@@ -107,6 +107,15 @@ describe('withRankIndex: rank_changed events completed from RankIndex.preview', 
     expect((await outbox(store))[1]).not.toHaveProperty('rank');
   });
 
+  it('reads a marked event’s missing payload as {}, as the stores do when they settle it themselves', async () => {
+    const store = createMemoryStore();
+    const { index } = fakeIndex(counting());
+    const wrapped = withRankIndex(store, index);
+    const bare = { ...marked('e1', 'u', 'lb|a'), payload: undefined as unknown as Record<string, unknown> };
+    await wrapped.commit(commitOf('u', 0, [put('lb|a', 'u', 1)], [bare]));
+    expect((await outbox(store)).map((e) => e.payload)).toEqual([{ leaderboard: { previousRank: 2, rank: 1 } }]);
+  });
+
   it('leaves a commit without marked events alone (no preview)', async () => {
     const store = createMemoryStore();
     const { index, previews } = fakeIndex(counting());
