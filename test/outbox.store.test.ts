@@ -214,6 +214,22 @@ onEachStore('OutboxStore contract', (kind) => {
       expect((await store.getEntry('b', 'u1'))?.value).toBe(25);
     });
 
+    it('read a marked event’s payload that is null, an array or text as {} (PostgreSQL used to store it as [payload, {leaderboard}])', async () => {
+      await board();
+      const odd = (id: string, payload: unknown) => ({ ...rankEvent(id, 'u1', 'b'), payload: payload as Record<string, unknown> });
+      await put('u1', { leaderboard: [write('b', 'u1', 25)], changes: [odd('null', null), odd('array', [1, { leaderboard: 2 }]), odd('text', 'x'), odd('number', 7)] });
+      const { events } = await readAll(store);
+      expect(ids(events)).toEqual(['null', 'array', 'text', 'number']);
+      expect(events.map((e) => e.payload)).toEqual(Array.from({ length: 4 }, () => ({ leaderboard: { previousRank: 3, rank: 2 } })));
+    });
+
+    it('keep an unmarked event’s payload as given (null stays null), and read a missing one as {}', async () => {
+      const plain = (id: string, payload: unknown) => ({ ...event(id, 'u1'), payload: payload as Record<string, unknown> });
+      await put('u1', { changes: [plain('none', undefined), plain('null', null), plain('object', { a: 1 })] });
+      const { events } = await readAll(store);
+      expect(events.map((e) => [e.id, e.payload])).toEqual([['none', {}], ['null', null], ['object', { a: 1 }]]);
+    });
+
     it('read back field for field and in key order with plain markers (kept whole), in the engine’s payload shape (type, user, leaderboard) and in any other', async () => {
       await board();
       const user = { id: 'u1', name: null, attributes: {} };

@@ -107,13 +107,13 @@ describe('withRankIndex: rank_changed events completed from RankIndex.preview', 
     expect((await outbox(store))[1]).not.toHaveProperty('rank');
   });
 
-  it('reads a marked event’s missing payload as {}, as the stores do when they settle it themselves', async () => {
+  it('reads a marked event’s missing payload, or one that is not an object, as {}, as the stores do when they settle it themselves', async () => {
     const store = createMemoryStore();
     const { index } = fakeIndex(counting());
     const wrapped = withRankIndex(store, index);
-    const bare = { ...marked('e1', 'u', 'lb|a'), payload: undefined as unknown as Record<string, unknown> };
-    await wrapped.commit(commitOf('u', 0, [put('lb|a', 'u', 1)], [bare]));
-    expect((await outbox(store)).map((e) => e.payload)).toEqual([{ leaderboard: { previousRank: 2, rank: 1 } }]);
+    const odd = (id: string, payload: unknown) => ({ ...marked(id, 'u', 'lb|a'), payload: payload as Record<string, unknown> });
+    await wrapped.commit(commitOf('u', 0, [put('lb|a', 'u', 1)], [odd('e1', undefined), odd('e2', null), odd('e3', [1])]));
+    expect((await outbox(store)).map((e) => e.payload)).toEqual(Array.from({ length: 3 }, () => ({ leaderboard: { previousRank: 2, rank: 1 } })));
   });
 
   it('leaves a commit without marked events alone (no preview)', async () => {

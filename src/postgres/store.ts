@@ -28,7 +28,7 @@
  * `'unknown'` if it could not be read.
  */
 import { ConflictError, isLaurelError, storageError, StorageUnavailableError, ValidationError, type LaurelError } from '../errors.js';
-import type { IdempotencyRecord, LedgerRow, StoredChange } from '../core/types.js';
+import type { ChangeEvent, IdempotencyRecord, LedgerRow, StoredChange } from '../core/types.js';
 import type { BatchCommitOutcome, ChangesPage, Commit, CommitResult, DeliveryRecord, ErasureResult, EventLoad, EventsPage, LedgerPage, LedgerQuery, OutboxStore, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
 import type { BoostRecord } from '../core/boosts.js';
 import { settleChanges } from '../store/outbox.js';
@@ -257,6 +257,26 @@ const dueOf = (due: string) => {
   const ms = Date.parse(due);
   return Number.isFinite(ms) ? isoOf(ms) : due;
 };
+
+/** A JSON object: not null, not an array. */
+const isJsonObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A marked event whose payload is there but not an object (see {@link wireCommit}). */
+const oddPayload = (e: ChangeEvent): boolean => e.rank !== undefined && e.payload !== undefined && !isJsonObject(e.payload);
+
+/**
+ * A commit as `commit_batch` takes it: due instants in toISOString's form, and a marked event's payload that
+ * is there but not an object (null, an array, text, a number) sent as {}. The function settles a marked event
+ * by concatenating `{leaderboard}` onto its payload, which makes an array of anything but an object; the
+ * memory store reads such a payload as {}, and so every store reads it alike.
+ */
+function wireCommit<C extends Pick<Commit, 'due' | 'changes'>>(c: C): C {
+  const due = typeof c.due === 'string' ? dueOf(c.due) : c.due;
+  const odd = c.changes !== undefined && c.changes.some(oddPayload);
+  if (due === c.due && !odd) return c;
+  const out = { ...c, due };
+  if (odd) out.changes = (c.changes as ChangeEvent[]).map((e) => (oddPayload(e) ? { ...e, payload: {} } : e));
+  return out;
+}
 
 const DOLLAR_TAG = /^\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/;
 /**
@@ -742,7 +762,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       };
     });
     // The commits go whole, `changes` and `due` included (migration 007); due instants in toISOString's form.
-    const wire = commits.some((c) => typeof c.due === 'string' && dueOf(c.due) !== c.due) ? commits.map((c) => (typeof c.due === 'string' ? { ...c, due: dueOf(c.due) } : c)) : commits;
+    const wire = commits.map(wireCommit);
     const ran = await runCommitStatement(method, [JSON.stringify(wire), token, sqlRanks, tenant], (q) => readBack(q, probes, token, tenant));
     if ('applied' in ran) {
       // Committed, but the answer with the ranks was lost: the ranks read null, as after a rank index failure.
@@ -1083,7 +1103,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       async eraseUser(erasure): Promise<ErasureResult> {
         const token = globalThis.crypto.randomUUID();
         const date = erasure.reset ? erasure.reset.state.user.updated.slice(0, 10) : null;
-        const reset = erasure.reset && typeof erasure.reset.due === 'string' ? { ...erasure.reset, due: dueOf(erasure.reset.due) } : erasure.reset;
+        const reset = erasure.reset ? wireCommit(erasure.reset) : erasure.reset;
         let raw: unknown;
         try {
           raw = (await read((q) => q.query(`SELECT ${t('erase_user')}($1::jsonb, $2::text, $3::boolean, $4::text) AS r`, [JSON.stringify({ ...erasure, reset, date }), token, sqlRanks, tenant]))).rows[0]?.r;

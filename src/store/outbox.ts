@@ -279,7 +279,8 @@ export class MemoryOutbox implements OutboxStore {
       let e = this.log[i];
       if (e instanceof SettledRank) this.log[i] = e = e.complete();
       next = String(this.base + i);
-      if (e) events.push(Object.freeze({ id: e.id, type: e.type, userId: e.userId, at: e.at, payload: e.payload, position: next }));
+      // A missing payload reads as {} (as PostgreSQL stores it).
+      if (e) events.push(Object.freeze({ id: e.id, type: e.type, userId: e.userId, at: e.at, payload: e.payload === undefined ? {} : e.payload, position: next }));
     }
     return { events, next };
   }
