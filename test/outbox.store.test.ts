@@ -214,7 +214,7 @@ onEachStore('OutboxStore contract', (kind) => {
       expect((await store.getEntry('b', 'u1'))?.value).toBe(25);
     });
 
-    it('read a marked event’s payload that is null, an array or text as {} (PostgreSQL used to store it as [payload, {leaderboard}])', async () => {
+    it('read a marked event’s payload that is null, an array, text or a number as {} (PostgreSQL used to store it as [payload, {leaderboard}])', async () => {
       await board();
       const odd = (id: string, payload: unknown) => ({ ...rankEvent(id, 'u1', 'b'), payload: payload as Record<string, unknown> });
       await put('u1', { leaderboard: [write('b', 'u1', 25)], changes: [odd('null', null), odd('array', [1, { leaderboard: 2 }]), odd('text', 'x'), odd('number', 7)] });
@@ -223,11 +223,20 @@ onEachStore('OutboxStore contract', (kind) => {
       expect(events.map((e) => e.payload)).toEqual(Array.from({ length: 4 }, () => ({ leaderboard: { previousRank: 3, rank: 2 } })));
     });
 
-    it('keep an unmarked event’s payload as given (null stays null), and read a missing one as {}', async () => {
-      const plain = (id: string, payload: unknown) => ({ ...event(id, 'u1'), payload: payload as Record<string, unknown> });
-      await put('u1', { changes: [plain('none', undefined), plain('null', null), plain('object', { a: 1 })] });
-      const { events } = await readAll(store);
-      expect(events.map((e) => [e.id, e.payload])).toEqual([['none', {}], ['null', null], ['object', { a: 1 }]]);
+    it('keep an unmarked event’s payload as given (null, text and a null marker included), and read a missing one as {}', async () => {
+      const plain = (id: string, payload: unknown, extra: Record<string, unknown> = {}) => ({ ...event(id, 'u1'), payload: payload as Record<string, unknown>, ...extra });
+      await put('u1', {
+        changes: [plain('none', undefined), plain('null', null), plain('object', { a: 1 }), plain('text', 's'), plain('digits', '123'), plain('null-marker', null, { rank: null }), plain('list-marker', [1], { rank: null })],
+      });
+      // One page: an odd payload must not stop the events after it from being read.
+      const { events } = await store.readChanges({ limit: 10 });
+      expect(events.map((e) => [e.id, e.payload])).toEqual([['none', {}], ['null', null], ['object', { a: 1 }], ['text', 's'], ['digits', '123'], ['null-marker', null], ['list-marker', [1]]]);
+    });
+
+    it('apply a commit whose changes are null as one without events', async () => {
+      await put('u1', { changes: null as unknown as ChangeEvent[], leaderboard: [write('b', 'u1', 5)] });
+      expect((await store.readChanges({ limit: 10 })).events).toEqual([]);
+      expect((await store.getEntry('b', 'u1'))?.value).toBe(5);
     });
 
     it('read back field for field and in key order with plain markers (kept whole), in the engine’s payload shape (type, user, leaderboard) and in any other', async () => {

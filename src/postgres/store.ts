@@ -260,18 +260,22 @@ const dueOf = (due: string) => {
 
 /** A JSON object: not null, not an array. */
 const isJsonObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
-/** A marked event whose payload is there but not an object (see {@link wireCommit}). */
-const oddPayload = (e: ChangeEvent): boolean => e.rank !== undefined && e.payload !== undefined && !isJsonObject(e.payload);
+/**
+ * An event `commit_batch` settles (its marker a JSON object, as the function tests it) whose payload is there
+ * but not an object (see {@link wireCommit}).
+ */
+const oddPayload = (e: ChangeEvent): boolean => isJsonObject(e.rank) && e.payload !== undefined && !isJsonObject(e.payload);
 
 /**
- * A commit as `commit_batch` takes it: due instants in toISOString's form, and a marked event's payload that
- * is there but not an object (null, an array, text, a number) sent as {}. The function settles a marked event
- * by concatenating `{leaderboard}` onto its payload, which makes an array of anything but an object; the
- * memory store reads such a payload as {}, and so every store reads it alike.
+ * A commit as `commit_batch` takes it: due instants in toISOString's form, and, when the function settles
+ * rank events (`settles`: SQL ranks), a marked event's payload that is there but not an object (null, an
+ * array, text, a number) sent as {}. The function settles a marked event by concatenating `{leaderboard}`
+ * onto its payload, which makes an array of anything but an object; the memory store reads such a payload as
+ * {}, and so every store reads it alike.
  */
-function wireCommit<C extends Pick<Commit, 'due' | 'changes'>>(c: C): C {
+function wireCommit<C extends Pick<Commit, 'due' | 'changes'>>(c: C, settles: boolean): C {
   const due = typeof c.due === 'string' ? dueOf(c.due) : c.due;
-  const odd = c.changes !== undefined && c.changes.some(oddPayload);
+  const odd = settles && Array.isArray(c.changes) && c.changes.some(oddPayload);
   if (due === c.due && !odd) return c;
   const out = { ...c, due };
   if (odd) out.changes = (c.changes as ChangeEvent[]).map((e) => (oddPayload(e) ? { ...e, payload: {} } : e));
@@ -762,7 +766,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       };
     });
     // The commits go whole, `changes` and `due` included (migration 007); due instants in toISOString's form.
-    const wire = commits.map(wireCommit);
+    const wire = commits.map((c) => wireCommit(c, sqlRanks));
     const ran = await runCommitStatement(method, [JSON.stringify(wire), token, sqlRanks, tenant], (q) => readBack(q, probes, token, tenant));
     if ('applied' in ran) {
       // Committed, but the answer with the ranks was lost: the ranks read null, as after a rank index failure.
@@ -811,7 +815,8 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     type: String(r.type) as StoredChange['type'],
     userId: r.user_id === null || r.user_id === undefined ? null : String(r.user_id),
     at: String(r.at),
-    payload: (typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload) as Record<string, unknown>,
+    // Selected as text (see readChanges) and parsed here: a payload that is a JSON string reads as that string.
+    payload: JSON.parse(String(r.payload)) as Record<string, unknown>,
     position: `${String(r.pos_xid)}.${String(r.pos_seq)}`,
   });
   const toDelivery = (r: Record<string, unknown>): DeliveryRecord => ({
@@ -1103,7 +1108,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       async eraseUser(erasure): Promise<ErasureResult> {
         const token = globalThis.crypto.randomUUID();
         const date = erasure.reset ? erasure.reset.state.user.updated.slice(0, 10) : null;
-        const reset = erasure.reset ? wireCommit(erasure.reset) : erasure.reset;
+        const reset = erasure.reset ? wireCommit(erasure.reset, sqlRanks) : erasure.reset;
         let raw: unknown;
         try {
           raw = (await read((q) => q.query(`SELECT ${t('erase_user')}($1::jsonb, $2::text, $3::boolean, $4::text) AS r`, [JSON.stringify({ ...erasure, reset, date }), token, sqlRanks, tenant]))).rows[0]?.r;
@@ -1127,7 +1132,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       async readChanges(page): Promise<ChangesPage> {
         const from = changeCursorOf(page.after);
         const limit = Math.max(0, page.limit);
-        const r = await read((q) => q.query(`SELECT * FROM ${t('read_changes')}($1::xid8, $2::bigint, $3::integer, $4::text)`, [from.xid, from.seq, limit, tenant]));
+        const r = await read((q) => q.query(`SELECT pos_xid, pos_seq, id, type, user_id, at, payload::text AS payload FROM ${t('read_changes')}($1::xid8, $2::bigint, $3::integer, $4::text)`, [from.xid, from.seq, limit, tenant]));
         const events = r.rows.map(toChange);
         const last = events[events.length - 1];
         return { events, next: last ? last.position : (page.after ?? '0.0') };
