@@ -223,14 +223,14 @@ onEachStore('OutboxStore contract', (kind) => {
       expect(events.map((e) => e.payload)).toEqual(Array.from({ length: 4 }, () => ({ leaderboard: { previousRank: 3, rank: 2 } })));
     });
 
-    it('keep an unmarked event’s payload as given (null, text and a null marker included), and read a missing one as {}', async () => {
+    it('keep an unmarked event’s payload as given (null and text included; a marker that is not an object marks nothing), and read a missing one as {}', async () => {
       const plain = (id: string, payload: unknown, extra: Record<string, unknown> = {}) => ({ ...event(id, 'u1'), payload: payload as Record<string, unknown>, ...extra });
       await put('u1', {
-        changes: [plain('none', undefined), plain('null', null), plain('object', { a: 1 }), plain('text', 's'), plain('digits', '123'), plain('null-marker', null, { rank: null }), plain('list-marker', [1], { rank: null })],
+        changes: [plain('none', undefined), plain('null', null), plain('object', { a: 1 }), plain('text', 's'), plain('digits', '123'), plain('null-marker', null, { rank: null }), plain('list-marker', [1], { rank: null }), plain('text-marker', { a: 2 }, { rank: 'x' }), plain('array-marker', { a: 3 }, { rank: [] })],
       });
       // One page: an odd payload must not stop the events after it from being read.
       const { events } = await store.readChanges({ limit: 10 });
-      expect(events.map((e) => [e.id, e.payload])).toEqual([['none', {}], ['null', null], ['object', { a: 1 }], ['text', 's'], ['digits', '123'], ['null-marker', null], ['list-marker', [1]]]);
+      expect(events.map((e) => [e.id, e.payload])).toEqual([['none', {}], ['null', null], ['object', { a: 1 }], ['text', 's'], ['digits', '123'], ['null-marker', null], ['list-marker', [1]], ['text-marker', { a: 2 }], ['array-marker', { a: 3 }]]);
     });
 
     it('apply a commit whose changes are null as one without events', async () => {

@@ -28,7 +28,8 @@ function settleEach(changes: readonly ChangeEvent[] | undefined, ranks: readonly
   if (!changes) return;
   for (const c of changes) {
     const marker = c.rank;
-    if (!marker) {
+    // Only an object is a marker (as PostgreSQL's commit_batch tests it): anything else passes as it is.
+    if (!isObject(marker)) {
       keep(c, null);
       continue;
     }
