@@ -27,12 +27,11 @@ export function settleChanges(changes: readonly ChangeEvent[] | undefined, ranks
 function settleEach(changes: readonly ChangeEvent[] | undefined, ranks: readonly RankChange[], userId: string, keep: (c: ChangeEvent, settled: { previousRank: number | null; rank: number | null } | null) => void): void {
   if (!changes) return;
   for (const c of changes) {
-    const marker = c.rank;
-    // Only an object is a marker (as PostgreSQL's commit_batch tests it): anything else passes as it is.
-    if (!isObject(marker)) {
+    if (!isMarked(c)) {
       keep(c, null);
       continue;
     }
+    const marker = c.rank;
     let first: RankChange | undefined;
     let last: RankChange | undefined;
     for (const r of ranks) {
@@ -61,6 +60,12 @@ function settledEvent(c: ChangeEvent, previousRank: number | null, rank: number 
   payload.leaderboard = leaderboard;
   return { id: c.id, type: c.type, userId: c.userId, at: c.at, payload };
 }
+
+/**
+ * Whether an event carries a rank marker to settle: only an object is one (as PostgreSQL's `commit_batch`
+ * tests it); an event with any other `rank` passes as it is.
+ */
+export const isMarked = (c: ChangeEvent): c is ChangeEvent & { rank: NonNullable<ChangeEvent['rank']> } => isObject(c.rank);
 
 /** A JSON object: not null, not an array. */
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

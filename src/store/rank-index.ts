@@ -4,7 +4,7 @@
  */
 import type { ChangeEvent, LeaderboardWrite } from '../core/types.js';
 import { storageError, ValidationError } from '../errors.js';
-import { settleChanges } from './outbox.js';
+import { isMarked, settleChanges } from './outbox.js';
 import type { Commit, CommitResult, OutboxStore, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from './types.js';
 
 /** Every method of {@link OutboxStore} (a missing one fails to compile), forwarded by `withRankIndex`. */
@@ -151,7 +151,7 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
   const settleRanks = async (parts: readonly { userId: string; leaderboard: readonly LeaderboardWrite[]; changes?: readonly ChangeEvent[] | undefined; clear?: boolean }[]): Promise<(ChangeEvent[] | undefined)[]> => {
     const out: (ChangeEvent[] | undefined)[] = parts.map(() => undefined);
     const indexes = new Set<string>();
-    for (const part of parts) for (const e of part.changes ?? []) if (e.rank) indexes.add(e.rank.index);
+    for (const part of parts) for (const e of part.changes ?? []) if (isMarked(e)) indexes.add(e.rank.index);
     if (indexes.size === 0) return out;
     const writes: LeaderboardWrite[] = [];
     const spans: { start: number; end: number }[] = [];
@@ -175,7 +175,7 @@ export function withRankIndex(store: Store, rankIndex: RankIndex, options: WithR
       }
     }
     parts.forEach((part, i) => {
-      if (!part.changes?.some((e) => e.rank)) return;
+      if (!part.changes?.some(isMarked)) return;
       const span = spans[i] as { start: number; end: number };
       out[i] = settleChanges(part.changes, ranks.slice(span.start, span.end), part.userId);
     });
