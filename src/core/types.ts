@@ -744,9 +744,11 @@ export interface ChangeEvent {
    * `leaderboard.rank_changed` in a commit only: the store fills `payload.leaderboard.previousRank` and
    * `.rank` from this commit's rank change of (`index`, the user) (the first write's previous rank, the last
    * write's rank, each null when above `cap`), drops this field, and drops the whole event when the two
-   * are equal. Stored events never have it. The marker `deriveChanges` makes is a class instance whose own
-   * fields are these two (what JSON and a spread give); it also carries, privately, the event's leaderboard
-   * object and the board description it was spread from, for the memory store (see `rankMarkerBoard`).
+   * are equal. Stored events never have it. Only an object is a marker (any other value marks nothing), and a
+   * marked event's payload that is missing or not an object is settled as `{}` (every store reads it so). The
+   * marker `deriveChanges` makes is a class instance whose own fields are these two (what JSON and a spread
+   * give); it also carries, privately, the event's leaderboard object and the board description it was spread
+   * from, for the memory store (see `rankMarkerBoard`).
    */
   rank?: { index: string; cap: number };
 }
