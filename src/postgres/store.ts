@@ -31,7 +31,7 @@ import { ConflictError, isLaurelError, storageError, StorageUnavailableError, Va
 import type { ChangeEvent, IdempotencyRecord, LedgerRow, StoredChange } from '../core/types.js';
 import type { BatchCommitOutcome, ChangesPage, Commit, CommitResult, DeliveryRecord, ErasureResult, EventLoad, EventsPage, LedgerPage, LedgerQuery, OutboxStore, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
 import type { BoostRecord } from '../core/boosts.js';
-import { settleChanges } from '../store/outbox.js';
+import { isMarked, isObject, settleChanges } from '../store/outbox.js';
 import { MIGRATIONS } from './migrations.js';
 
 /** The result shape shared by `pg` (`rowCount`) and PGlite (`affectedRows`). */
@@ -258,13 +258,11 @@ const dueOf = (due: string) => {
   return Number.isFinite(ms) ? isoOf(ms) : due;
 };
 
-/** A JSON object: not null, not an array. */
-const isJsonObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
 /**
- * An event `commit_batch` settles (its marker a JSON object, as the function tests it) whose payload is there
- * but not an object (see {@link wireCommit}).
+ * An event `commit_batch` settles (`isMarked`: its marker an object, as the function tests it) whose payload
+ * is there but not an object (see {@link wireCommit}).
  */
-const oddPayload = (e: ChangeEvent): boolean => isJsonObject(e.rank) && e.payload !== undefined && !isJsonObject(e.payload);
+const oddPayload = (e: ChangeEvent): boolean => isMarked(e) && e.payload !== undefined && !isObject(e.payload);
 
 /**
  * A commit as `commit_batch` takes it: due instants in toISOString's form, and, when the function settles

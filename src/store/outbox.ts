@@ -68,7 +68,7 @@ function settledEvent(c: ChangeEvent, previousRank: number | null, rank: number 
 export const isMarked = (c: ChangeEvent): c is ChangeEvent & { rank: NonNullable<ChangeEvent['rank']> } => isObject(c.rank);
 
 /** A JSON object: not null, not an array. */
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * A marked event kept by the memory outbox with its settled ranks, the parts of the event it needs and no
