@@ -177,6 +177,35 @@ describe('recordEvents', () => {
     expect(again.map((r) => (r.ok ? [r.response.total, r.response.idempotentReplayed] : r.error.code))).toEqual([[5, false], [5, true]]);
   });
 
+  it('a streak reminder from a batch carries the streak history, as one by one (the earlier events of the batch included)', async () => {
+    const reminders = defineConfig({
+      timeZone: 'UTC',
+      metrics: [{ key: 'lessons', name: 'Lessons' }],
+      streak: { frequency: 'daily' },
+      notifications: { streakReminder: { hoursBefore: 30 } },
+    });
+    const run = async (batch: boolean) => {
+      const store = createMemoryStore();
+      let now = Date.parse('2026-01-05T10:00:00Z');
+      const engine = createEngine({ config: reminders, store, clock: () => new Date(now), newId: sequentialIds() });
+      await engine.recordEvent('lessons', { user: { id: 'a' }, value: 1 });
+      now = Date.parse('2026-01-06T22:00:00Z');
+      const events = [
+        { metricKey: 'lessons' as const, user: { id: 'b' }, value: 1 },
+        { metricKey: 'lessons' as const, user: { id: 'a' }, value: 1 },
+        { metricKey: 'lessons' as const, user: { id: 'b' }, value: 2 },
+      ];
+      if (batch) await engine.recordEvents(events);
+      else for (const e of events) await engine.recordEvent(e.metricKey, e);
+      return (await store.readChanges({ limit: 100 })).events.map(({ position: _p, ...e }) => e);
+    };
+    const one = await run(false);
+    const histories = one.filter((e) => e.type === 'emails.streak_reminder_due').map((e) => (e.payload as { streak: { streakHistory: unknown[] } }).streak.streakHistory);
+    expect(histories.length).toBeGreaterThan(0);
+    for (const h of histories) expect(h).toHaveLength(7);
+    expect(await run(true)).toEqual(one);
+  });
+
   it('refuses a non-array and more than 10,000 events, recording nothing', async () => {
     const store = createMemoryStore();
     const engine = engineOn(store, 1000);

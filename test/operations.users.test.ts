@@ -478,6 +478,22 @@ describe.skipIf(!REDIS_URL)('deleteUser and resetUser on PostgreSQL + Redis rank
     expect((await t.engine.getLeaderboard('xp-board')).rankings.map((x) => [x.userId, x.value])).toEqual([['a', 45], ['b', 25], ['gone', 25]]);
   }, 60_000);
 
+  it('resetUser, then deleteUser: Redis forgets the user in the indexes of the reset too, so a user created again under the id is ranked', async () => {
+    const t = await setup();
+    await populate(t.engine, t.advance);
+    await t.engine.resetUser('gone');
+    // The reset left its marker (version||) where the reset state has no entry.
+    expect(await t.inRedis('lb|monthly|2026-03-01|["DE"]', 'gone')).toMatchObject({ field: expect.stringMatching(/^\d+\|\|$/) });
+    expect(await t.engine.deleteUser('gone')).toEqual({ userId: 'gone', deleted: true });
+    for (const name of indexes) expect(await t.inRedis(name, 'gone')).toEqual({ field: null, history: 0 });
+    // Created again: versions start at 1, below the reset's, and Redis takes its writes.
+    const r = await t.engine.recordEvent('lessons', { user: { id: 'gone', attributes: { country: 'DE' } }, value: 1 });
+    expect(r.leaderboards.monthly).toMatchObject({ rank: 2, value: 1 });
+    expect(r.leaderboards['xp-board']?.rank).not.toBeNull();
+    expect((await t.engine.getLeaderboard('xp-board')).rankings.map((x) => x.userId)).toContain('gone');
+    expect(t.errors).toEqual([]);
+  }, 60_000);
+
   it('Redis down during the erasure: the erasure is durable, the call reports what Redis still shows, and erase or rebuildRankIndex removes it', async () => {
     let down = true;
     const t = await setup({ failErase: () => down });

@@ -211,16 +211,22 @@ describe.skipIf(!REDIS_URL)('Redis rank index: one round trip per apply (needs L
     expect(await index.countEntries('pt|u', { min: 6 })).toBe(2);
   });
 
-  it('keeps the LTRIM bound: at most 100 history rows per user and index', async () => {
+  it('keeps every history row of a user in an index, as the other stores do (getWrapped reads a year of them)', async () => {
     const index = createRedisRankIndex({ redis: redis as Redis, prefix: `${uniq('hist')}:` });
     const day = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 86_400_000).toISOString().slice(0, 10);
     const writes = Array.from({ length: 130 }, (_, i) => ({ index: 'lb|h', userId: 'u', value: i, reachedAt: `${day(i)}T00:00:00.000Z`, date: day(i), version: i + 1 }));
     await index.apply(writes.slice(0, 60));
     await index.apply(writes.slice(60));
     const rows = await index.readRankHistory('lb|h', 'u', 1000);
-    expect(rows).toHaveLength(100);
+    expect(rows).toHaveLength(130);
     expect(rows[0]).toEqual({ date: day(129), previousRank: 1, rank: 1, previousValue: 128, value: 129 });
-    expect(rows[99]?.date).toBe(day(30));
+    expect(rows[129]).toEqual({ date: day(0), previousRank: null, rank: 1, previousValue: null, value: 0 });
+    // A write dated before the newest row (a clock that went back) still slots in at its date.
+    await index.apply([{ index: 'lb|h', userId: 'u', value: 200, reachedAt: `${day(10)}T12:00:00.000Z`, date: day(10), version: 131 }]);
+    const again = await index.readRankHistory('lb|h', 'u', 1000);
+    expect(again).toHaveLength(130);
+    expect(again[119]).toMatchObject({ date: day(10), rank: 1, value: 200 });
+    expect(await index.readRankHistory('lb|h', 'u', 5)).toEqual(again.slice(0, 5));
   });
 });
 

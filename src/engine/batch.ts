@@ -42,6 +42,10 @@ export interface BatchDeps {
   fillRanks: (response: EventResponse, state: VersionedState['state'], result: CommitResult) => Promise<void> | undefined;
   /** A commit's state with its change events and due instant (the engine's `noted`). */
   noted: (before: UserState | null, after: UserState, effects: Effects, ctx: CoreContext) => Noted;
+  /** The store commit of a call (as for single calls) from the user's version before it, `noted`'s result and its effects. */
+  commitOf: (userId: string, loaded: { version: number } | null, n: Noted, effects: Effects) => Commit;
+  /** Gives the streak reminders of the batch's commits (in order, each with its clock reading) their streak history. */
+  streakHistories: (commits: readonly { commit: Commit; now: Date }[]) => Promise<void>;
   /** Records one event the single-call way (with its own retries): for events whose batch commit conflicted. */
   recordOne: (event: EventInput) => Promise<EventResponse>;
 }
@@ -52,6 +56,8 @@ interface Pending {
   event: EventInput;
   commit: Commit | null;
   response: EventResponse | null;
+  /** The clock reading the core ran with. */
+  now: Date | null;
 }
 
 /** The core's event input from an engine call's arguments (tolerating a missing request or options). */
@@ -82,7 +88,7 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
     }
     let list = byUser.get(event.user.id);
     if (!list) byUser.set(event.user.id, (list = []));
-    list.push({ at, event, commit: null, response: null });
+    list.push({ at, event, commit: null, response: null, now: null });
   });
   if (byUser.size === 0) return results as BatchEventResult[];
 
@@ -120,16 +126,12 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
         }
         const ctx = deps.context();
         const out = applyValidatedEvent(config, current?.state ?? null, p.event, ctx);
-        const version = current?.version ?? 0;
         const n = deps.noted(current?.state ?? null, out.state, out.effects, ctx);
-        p.commit = { userId, expectedVersion: version, state: n.state, ledger: out.effects.ledger, leaderboard: out.effects.leaderboard, counters: out.effects.counters, idempotency: out.effects.idempotency };
-        if (n.changes !== undefined) {
-          p.commit.changes = n.changes;
-          p.commit.due = n.due as string | null;
-        }
+        p.commit = deps.commitOf(userId, current, n, out.effects);
         p.response = out.response;
+        p.now = ctx.now;
         if (p.event.idempotencyKey !== undefined) keys.set(scopeOf(p.event), out.response.eventId);
-        state.set(userId, { state: n.state, version: version + 1 });
+        state.set(userId, { state: n.state, version: p.commit.expectedVersion + 1 });
         commits.push(p);
       } catch (error) {
         if (!isLaurelError(error)) throw error;
@@ -159,6 +161,7 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
       }
     };
     try {
+      await deps.streakHistories(commits.map((p) => ({ commit: p.commit as Commit, now: p.now as Date })));
       // Without commitBatch each commit's ranks are filled right after it, as one by one.
       const outcomes = await commitAll(store, commits.map((p) => p.commit as Commit), (i, outcome) => settle(commits[i] as Pending, outcome));
       if (outcomes) for (const [i, p] of commits.entries()) await settle(p, outcomes[i] as BatchCommitOutcome);

@@ -28,7 +28,6 @@ import type {
   AchievementView,
   Award,
   AwardRow,
-  ChangeEvent,
   CoreContext,
   Effects,
   EventInput,
@@ -439,16 +438,21 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
   }
 
   function commit(userId: string, loaded: VersionedState | null, state: UserState, effects: Effects, ctx: CoreContext = context()): Promise<CommitResult> {
-    const n = noted(loaded?.state ?? null, state, effects, ctx);
-    const c = commitOf(userId, loaded, n, effects);
+    const c = commitOf(userId, loaded, noted(loaded?.state ?? null, state, effects, ctx), effects);
     // A streak reminder carries the streak as `getStreak` shows it: its history is read for it (the only
     // commit that waits for a read; the others go to the store at once, without an async step).
-    if (n.changes !== undefined) for (const ch of n.changes) if (ch.type === 'emails.streak_reminder_due') return withStreakHistories(c, n.changes, effects.ledger, ctx.now);
+    if (remindsOfStreak(c)) return streakHistories(c, effects.ledger, ctx.now).then(() => store.commit(c));
     return store.commit(c);
   }
 
+  /** Whether a commit's change events hold a streak reminder (whose streak history must be read). */
+  function remindsOfStreak(c: Commit): boolean {
+    if (c.changes !== undefined) for (const ch of c.changes) if (ch.type === 'emails.streak_reminder_due') return true;
+    return false;
+  }
+
   /** The store commit of a call: its state with change events and due instant (`n`), and its effects. */
-  function commitOf(userId: string, loaded: VersionedState | null, n: Noted, effects: Effects): Commit {
+  function commitOf(userId: string, loaded: { version: number } | null, n: Noted, effects: Effects): Commit {
     const c: Commit = {
       userId,
       expectedVersion: loaded?.version ?? 0,
@@ -465,13 +469,29 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
     return c;
   }
 
-  /** {@link commit} of a commit with streak reminders: each gets the streak history, then the store commits. */
-  async function withStreakHistories(c: Commit, changes: ChangeEvent[], rows: readonly LedgerRow[], now: Date): Promise<CommitResult> {
-    for (const ch of changes) {
+  /**
+   * Gives each streak reminder of a commit the streak history: the stored rows, then `rows` (the rows not
+   * stored yet that one-by-one calls would have stored by then: the call's own, a batch's earlier ones too).
+   */
+  async function streakHistories(c: Commit, rows: readonly LedgerRow[], now: Date): Promise<void> {
+    for (const ch of c.changes ?? []) {
       if (ch.type !== 'emails.streak_reminder_due') continue;
       ch.payload = { ...ch.payload, streak: { ...(ch.payload.streak as object), streakHistory: await historyOf(c.userId, c.state, rows, now) } };
     }
-    return store.commit(c);
+  }
+
+  /**
+   * {@link streakHistories} for a batch's commits in order (`now`: each one's clock reading): a commit's rows
+   * not stored yet are the ledger rows of its user's commits in the batch up to its own.
+   */
+  async function batchStreakHistories(commits: readonly { commit: Commit; now: Date }[]): Promise<void> {
+    if (!commits.some((p) => remindsOfStreak(p.commit))) return;
+    const pending = new Map<string, LedgerRow[]>();
+    for (const { commit: c, now } of commits) {
+      const rows = [...(pending.get(c.userId) ?? []), ...c.ledger];
+      pending.set(c.userId, rows);
+      if (remindsOfStreak(c)) await streakHistories(c, rows, now);
+    }
   }
 
   const board = (key: string): CompiledLeaderboard => {
@@ -795,6 +815,8 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
           context,
           fillRanks: (response, state, result) => fillRanks(response.leaderboards, state, result),
           noted,
+          commitOf,
+          streakHistories: batchStreakHistories,
           recordOne: (event) => engine.recordEvent(event.metricKey as MetricKeyOf<C>, event, event.idempotencyKey === undefined ? {} : { idempotencyKey: event.idempotencyKey }) as Promise<EventResponse>,
         },
         events,

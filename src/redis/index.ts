@@ -7,7 +7,8 @@
  *   smaller user id (code-unit order, as in the memory store).
  * - `{prefix}{index}:h`  hash user id -> "version|member|value" (a removed entry keeps "version||", so an
  *   older write that arrives late is still refused; `scanUsers` lists the hash's live entries).
- * - `{prefix}{index}:r:<user>` list of daily rank-history rows, newest first, at most 100.
+ * - `{prefix}{index}:r:<user>` list of daily rank-history rows, newest first, all of them (as the other stores
+ *   keep them: `getWrapped` reads a whole year of them).
  * A tenant's index (`tenant(id)`) uses the prefix `{prefix}t:<id, URI-encoded>:` instead.
  * `erase` (a user's erasure) removes the user's member, hash field and history list from each index it is
  * given, so nothing of the user stays (a reset leaves "version||" instead of nothing).
@@ -126,20 +127,18 @@ local function one(z, h, hist, a)
         end
       end
     end
-    local size = 0
     if found and string.sub(found, 1, #date + 1) == date .. '|' then
       local p2 = string.find(found, '|', #date + 2, true)
       local p3 = string.find(found, '|', p2 + 1, true)
       local p4 = string.find(found, '|', p3 + 1, true)
       redis.call('LSET', hist, at, string.sub(found, 1, p2) .. rank .. string.sub(found, p3, p4) .. newValue)
     elseif at == 0 then
-      size = redis.call('LPUSH', hist, row)
+      redis.call('LPUSH', hist, row)
     elseif found then
-      size = redis.call('LINSERT', hist, 'BEFORE', found, row)
+      redis.call('LINSERT', hist, 'BEFORE', found, row)
     else
-      size = redis.call('RPUSH', hist, row)
+      redis.call('RPUSH', hist, row)
     end
-    if size > 100 then redis.call('LTRIM', hist, 0, 99) end
   end
   local ttl = tonumber(ARGV[a + 8])
   if ttl and ttl > 0 then

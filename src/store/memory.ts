@@ -424,6 +424,11 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
   // user -> the indexes a write removed the user's entry from (rare: a board group or attribute changed, a
   // value fell to 0), so that an erasure lists them for an external rank index that remembers removals.
   const removedFrom = new Map<string, Set<string>>();
+  const removalsOf = (userId: string): Set<string> => {
+    let mine = removedFrom.get(userId);
+    if (!mine) removedFrom.set(userId, (mine = new Set()));
+    return mine;
+  };
 
   const board = (index: string): Board => {
     let b = boards.get(index);
@@ -513,9 +518,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       const w = writes[i] as LeaderboardWrite;
       if (w.remove) {
         // Where the user's entry was taken out, for an erasure's list of indexes (see `eraseUser`).
-        let mine = removedFrom.get(w.userId);
-        if (!mine) removedFrom.set(w.userId, (mine = new Set()));
-        mine.add(w.index);
+        removalsOf(w.userId).add(w.index);
       }
       const b = board(w.index);
       let slot = b.users.get(w.userId);
@@ -627,6 +630,12 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       const ranks = writeEntries(e.reset.leaderboard, (prepared as Prepared).ms);
       if (e.reset.changes && e.reset.changes.length > 0) outbox.appendCommit(e.reset.changes, ranks, e.userId);
       outbox.setDue(e.userId, e.reset.due);
+      // An external rank index keeps a marker of the reset in each of these indexes (withRankIndex): listed
+      // again by a later erasure, which then forgets the user there too (as the PostgreSQL store does).
+      if (indexes.size > 0) {
+        const mine = removalsOf(e.userId);
+        for (const name of indexes) mine.add(name);
+      }
     } else {
       users.delete(e.userId);
       // Out of the sorted ids too when it was merged in already (else it was among the new ids, now gone).

@@ -978,6 +978,9 @@ export const storeConformanceChecks: readonly ConformanceCheck[] = [
       equal(await store.getCounters(['users', 'achievement:a']), { users: 2, 'achievement:a': 0 }, 'counters');
       equal(await listAllUsers(store, 10), ['o', 'r'], 'still listed');
       equal((await store.commit(commitOf('r', 2))).version, 3, 'commits go on from the new version');
+      // An external rank index keeps a marker of the reset in every index the user was in (withRankIndex):
+      // a later erasure lists them all, so that it can forget the user there too.
+      equal((await store.eraseUser({ userId: 'r', expectedVersion: 3, counters: { users: -1 } })).indexes, ['lb|gone', 'lb|r', 'pt|xp'], 'a later erasure lists the indexes of the reset too');
     },
   },
   {
