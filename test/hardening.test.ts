@@ -11,7 +11,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addDecimal, applyAccrue, applyCompletion, applyEvent, applyIdentify, boardIndex, compareDecimal, createEngine, decimalOf, defineConfig, isLaurelError, replayResponse, StorageUnavailableError, viewState, withRankIndex, type RankIndex, type UserState } from '../src/index.js';
+import { addDecimal, applyAccrue, applyCompletion, applyEvent, applyIdentify, boardIndex, compareDecimal, ConflictError, createEngine, decimalOf, defineConfig, isLaurelError, replayResponse, StorageUnavailableError, viewState, withRankIndex, type CommitResult, type RankIndex, type Store, type UserState } from '../src/index.js';
 import { createHttpHandler, toNodeListener } from '../src/http.js';
 import { createMemoryStore } from '../src/memory.js';
 import { sequentialIds } from '../src/testing/index.js';
@@ -475,6 +475,37 @@ describe('review findings', () => {
     expect(Object.values(sim.leaderboards).map((b) => b.rank)).toEqual([null, null, null]);
     expect(calls).toBe(1);
     expect(degraded).toHaveLength(1);
+  });
+
+  it('a rank read that fails after the commit with any error (a custom store\'s CONFLICT, a TypeError) degrades: recorded once, never retried, never reported failed', async () => {
+    const full = defineConfig({ metrics: [{ key: 'm', name: 'M' }], leaderboards: [{ key: 'a', name: 'A', rankBy: 'metric', metricKey: 'm', start: '2026-01-01', maxParticipants: 2 }] });
+    for (const thrown of [new ConflictError('read conflict'), new TypeError('bug in a custom store')]) {
+      const inner = createMemoryStore();
+      // A custom store that reports no thresholds in its commits (so the engine reads them) and whose reads fail.
+      const strip = (r: CommitResult): CommitResult => ({ ...r, ranks: r.ranks.map(({ threshold: _t, ...c }) => c) });
+      const store: Store = {
+        ...inner,
+        loadForEvents: (inner.loadForEvents as NonNullable<Store['loadForEvents']>).bind(inner),
+        commit: async (c) => strip(await inner.commit(c)),
+        commitBatch: async (cs) => (await (inner.commitBatch as NonNullable<Store['commitBatch']>)(cs)).map((r) => (r instanceof Error ? r : strip(r))),
+        readRange: async () => {
+          throw thrown;
+        },
+      };
+      const degraded: unknown[] = [];
+      const engine = createEngine({ config: full, store, newId: sequentialIds(), retry: { attempts: 3, baseDelayMs: 0 }, onDegraded: (e) => degraded.push(e) });
+      const one = await engine.recordEvent('m', { user: { id: 'a' }, value: 1 });
+      expect(one.leaderboards.a).toMatchObject({ rank: null, previousRank: null });
+      expect((await inner.loadUser('a'))?.state.metrics.m).toBe(1);
+      const batch = await engine.recordEvents([
+        { metricKey: 'm', user: { id: 'a' }, value: 1 },
+        { metricKey: 'm', user: { id: 'b' }, value: 2 },
+      ]);
+      expect(batch.map((r) => (r.ok ? r.response.total : r.error.code))).toEqual([2, 2]);
+      expect([(await inner.loadUser('a'))?.state.metrics.m, (await inner.loadUser('b'))?.state.metrics.m]).toEqual([2, 2]);
+      expect(degraded.length).toBeGreaterThanOrEqual(2);
+      expect(degraded.every((e) => isLaurelError(e))).toBe(true);
+    }
   });
 
   it('accrue saves achievements it unlocks', async () => {

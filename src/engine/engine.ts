@@ -108,8 +108,9 @@ export interface EngineOptions<C extends LaurelConfig> {
   retry?: RetryOptions;
   /**
    * Called when a storage failure degraded a call instead of failing it: after a durable commit, a rank or
-   * threshold read that failed (e.g. Redis down) leaves that board's `rank`/`previousRank` null. For logs
-   * and metrics; the call itself still succeeds.
+   * threshold read that failed (e.g. Redis down; any failure, as a `LaurelError`: a store's own error as it
+   * is, anything else as a `StorageUnavailableError` with it as the cause) leaves that board's
+   * `rank`/`previousRank` null. For logs and metrics; the call itself still succeeds.
    */
   onDegraded?: (error: unknown) => void;
   /**
@@ -553,9 +554,14 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
   }
 
   async function readThenFill(f: RankFill, i: number, entry: EventLeaderboard, b: CompiledLeaderboard, name: string): Promise<void> {
-    await readRanks(f.index, entry, async () => {
-      entry.threshold = await thresholdOf(b, name);
-    });
+    await readRanks(
+      f.index,
+      entry,
+      async () => {
+        entry.threshold = await thresholdOf(b, name);
+      },
+      true,
+    );
     await fillFrom(f, i + 1);
   }
 
@@ -563,15 +569,17 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
    * Runs one board's rank reads for an event response. Once the rank index has failed in this call
    * (`index.down`, also set when the commit found it down), that board and every later one read null ranks
    * without asking again, so a call waits for at most one rank-index timeout however many boards it touched.
-   * Only a STORAGE_UNAVAILABLE failure degrades; anything else still fails the call.
+   * Before a commit (simulateEvent) only a STORAGE_UNAVAILABLE failure degrades and anything else fails the
+   * call. After a durable commit (`afterCommit`) every failure degrades: the call must neither fail (its
+   * event is recorded) nor be retried (a CONFLICT from a read would have the retry loop record it again).
    */
-  async function readRanks(index: { down: boolean }, entry: EventLeaderboard, read: () => Promise<void>): Promise<void> {
+  async function readRanks(index: { down: boolean }, entry: EventLeaderboard, read: () => Promise<void>, afterCommit = false): Promise<void> {
     if (!index.down) {
       try {
         await read();
       } catch (error) {
-        if (!isLaurelErrorCode(error, 'STORAGE_UNAVAILABLE')) throw error;
-        degraded(error);
+        if (!afterCommit && !isLaurelErrorCode(error, 'STORAGE_UNAVAILABLE')) throw error;
+        degraded(storageError('store.readRange', error));
         index.down = true;
       }
     }
