@@ -455,6 +455,16 @@ onEachStore('OutboxStore contract', (kind) => {
     expect((await readAll(store)).events).toEqual([]);
   });
 
+  it('pruneChanges removes delivery outcomes oldest first, equal instants in the order recorded (across consumers)', async () => {
+    const rec = (consumer: string, eventId: string, minutes: number) => ({ consumer, eventId, attempt: 1, ok: true, status: 200, error: null, at: at(minutes), ms: 1 });
+    await store.recordDeliveries([rec('A', 'e1', -10), rec('B', 'e2', -10), rec('A', 'e3', -10), rec('B', 'e4', -20)]);
+    await store.recordDeliveries([rec('A', 'e5', -10)]);
+    expect(await store.pruneChanges({ before: at(0), limit: 3 })).toBe(0);
+    const left = async (consumer: string) => (await store.readDeliveries({ consumer, limit: 10 })).map((d) => d.eventId);
+    // e4 (the oldest), then e1 and e2, recorded first among those at -10.
+    expect([await left('A'), await left('B')]).toEqual([['e5', 'e3'], []]);
+  });
+
   it('records delivery outcomes and reads a consumer’s latest, newest first', async () => {
     const rec = (consumer: string, eventId: string, attempt: number, ok: boolean, minutes: number) => ({
       consumer,

@@ -1242,7 +1242,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
                DELETE FROM ${t('outbox')} o USING head
                WHERE o.tenant = $3 AND o.xid = head.xid AND o.seq = head.seq AND head.n < (SELECT n FROM stop) RETURNING 1
              ), gone_deliveries AS (
-               DELETE FROM ${t('deliveries')} WHERE seq IN (SELECT seq FROM ${t('deliveries')} WHERE tenant = $3 AND at < $1 ORDER BY at LIMIT $2)
+               DELETE FROM ${t('deliveries')} WHERE seq IN (SELECT seq FROM ${t('deliveries')} WHERE tenant = $3 AND at < $1 ORDER BY at, seq LIMIT $2)
              )
              SELECT count(*) AS n FROM gone`,
             [before, limit, tenant],

@@ -216,6 +216,9 @@ export class MemoryOutbox implements OutboxStore {
   private readonly consumers = new Map<string, { cursor: string | null; owner: string | null; until: number }>();
   private readonly marks = new Map<string, string>();
   private readonly deliveries = new Map<string, DeliveryRecord[]>();
+  /** The order in which delivery outcomes were recorded, across consumers (pruning breaks ties of instants by it). */
+  private readonly recorded = new WeakMap<object, number>();
+  private recordedCount = 0;
   private readonly due = new Map<string, number>();
   private readonly heap = new DueHeap();
   private lastDue: { iso: string; ms: number } = { iso: '', ms: NaN };
@@ -370,9 +373,10 @@ export class MemoryOutbox implements OutboxStore {
       this.base += i;
     }
     // Delivery outcomes dated before the cutoff, oldest first, at most `limit` (as the PostgreSQL store).
-    const old: { consumer: string; at: number; seq: number }[] = [];
-    for (const [consumer, list] of this.deliveries) list.forEach((r, seq) => Date.parse(r.at) < before && old.push({ consumer, at: Date.parse(r.at), seq }));
-    old.sort((a, b) => a.at - b.at);
+    // Equal instants in the order recorded (`n`, as the PostgreSQL store's seq).
+    const old: { consumer: string; at: number; seq: number; n: number }[] = [];
+    for (const [consumer, list] of this.deliveries) list.forEach((r, seq) => Date.parse(r.at) < before && old.push({ consumer, at: Date.parse(r.at), seq, n: this.recorded.get(r) ?? 0 }));
+    old.sort((a, b) => a.at - b.at || a.n - b.n);
     const drop = new Map<string, Set<number>>();
     for (const o of old.slice(0, prune.limit)) (drop.get(o.consumer) ?? drop.set(o.consumer, new Set()).get(o.consumer)!).add(o.seq);
     for (const [consumer, seqs] of drop) this.deliveries.set(consumer, (this.deliveries.get(consumer) ?? []).filter((_, seq) => !seqs.has(seq)));
@@ -383,7 +387,9 @@ export class MemoryOutbox implements OutboxStore {
     for (const r of records) {
       let list = this.deliveries.get(r.consumer);
       if (!list) this.deliveries.set(r.consumer, (list = []));
-      list.push({ ...r });
+      const kept = { ...r };
+      this.recorded.set(kept, this.recordedCount++);
+      list.push(kept);
     }
   }
 
