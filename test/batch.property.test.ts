@@ -206,6 +206,37 @@ describe('recordEvents', () => {
     expect(await run(true)).toEqual(one);
   });
 
+  it('a user counted under earlier rules is reconciled at its first event of the batch: the ids, responses and states of one by one', async () => {
+    const base = {
+      timeZone: 'UTC',
+      metrics: [{ key: 'lessons', name: 'Lessons' }],
+      pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'l', type: 'metric' as const, metricKey: 'lessons', metricThreshold: 1, points: 10 }] }],
+    };
+    const five = { key: 'five', name: 'Five', trigger: 'metric' as const, metricKey: 'lessons', metricValue: 5 };
+    const before = defineConfig({ ...base, achievements: [five] });
+    const after = defineConfig({ ...base, achievements: [five, { key: 'two', name: 'Two', trigger: 'metric' as const, metricKey: 'lessons', metricValue: 2 }] });
+    const run = async (batch: boolean) => {
+      const store = createMemoryStore();
+      let now = Date.parse('2026-01-05T10:00:00Z');
+      const clock = () => new Date((now += 1000));
+      await createEngine({ config: before, store, clock, newId: sequentialIds('a') }).recordEvent('lessons', { user: { id: 'stale' }, value: 3 });
+      const engine = createEngine({ config: after, store, clock, newId: sequentialIds('b') });
+      const events = [
+        { metricKey: 'lessons' as const, user: { id: 'fresh' }, value: 1 },
+        { metricKey: 'lessons' as const, user: { id: 'stale' }, value: 1 },
+        { metricKey: 'lessons' as const, user: { id: 'fresh' }, value: 1 },
+        { metricKey: 'lessons' as const, user: { id: 'stale' }, value: 1 },
+      ];
+      const responses: unknown[] = [];
+      if (batch) for (const r of await engine.recordEvents(events)) responses.push(r.ok ? r.response : r.error.code);
+      else for (const e of events) responses.push(await engine.recordEvent(e.metricKey, e));
+      return { responses, users: await store.loadUsers(['stale', 'fresh']), ledger: await store.readUserLedger('stale', { limit: 100 }) };
+    };
+    const one = await run(false);
+    expect(JSON.stringify(one)).toContain('"two"');
+    expect(await run(true)).toEqual(one);
+  });
+
   it('refuses a non-array and more than 10,000 events, recording nothing', async () => {
     const store = createMemoryStore();
     const engine = engineOn(store, 1000);

@@ -12,6 +12,7 @@ import type { Noted } from '../core/changes.js';
 import { validateEvent } from '../core/users.js';
 import { isLaurelError, isLaurelErrorCode, ValidationError, type LaurelError } from '../errors.js';
 import type { BatchCommitOutcome, Commit, CommitResult, Store, VersionedState } from '../store/types.js';
+import { joinEffects, reconcileFromStore } from './evolution.js';
 import { runLocked, type KeyedLock } from './lock.js';
 
 /** One event of {@link Engine.recordEvents}; `M` is the configuration's metric keys. */
@@ -102,17 +103,11 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
 
     // The core runs in input order (ids and clock readings come in the order single calls would take them).
     const state = new Map(userIds.map((id, i) => [id, loaded.users[i] ?? null]));
-    // A user whose state was counted under earlier rules is reconciled from the ledger first: one by one.
-    const stale = new Set(userIds.filter((id) => {
-      const current = state.get(id);
-      return current ? needsReconcile(config, current.state) : false;
-    }));
     const used = new Map<string, Map<string, string>>();
     const ordered = [...byUser.values()].flat().sort((a, b) => a.at - b.at);
     const commits: Pending[] = [];
     for (const p of ordered) {
       const userId = p.event.user.id;
-      if (stale.has(userId)) continue;
       const current = state.get(userId) ?? null;
       const keys = used.get(userId) ?? new Map<string, string>();
       used.set(userId, keys);
@@ -125,9 +120,13 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
           }
         }
         const ctx = deps.context();
-        const out = applyValidatedEvent(config, current?.state ?? null, p.event, ctx);
-        const n = deps.noted(current?.state ?? null, out.state, out.effects, ctx);
-        p.commit = deps.commitOf(userId, current, n, out.effects);
+        // A state counted under earlier rules is first reconciled from the ledger, as by a single call (its
+        // first event in the batch: the reconciled state is current for the user's later ones).
+        const pre = current && needsReconcile(config, current.state) ? await reconcileFromStore(config, store, current.state, ctx) : null;
+        const out = applyValidatedEvent(config, pre ? pre.state : (current?.state ?? null), p.event, ctx);
+        const effects = pre ? joinEffects(pre.effects, out.effects) : out.effects;
+        const n = deps.noted(current?.state ?? null, out.state, effects, ctx);
+        p.commit = deps.commitOf(userId, current, n, effects);
         p.response = out.response;
         p.now = ctx.now;
         if (p.event.idempotencyKey !== undefined) keys.set(scopeOf(p.event), out.response.eventId);
@@ -138,7 +137,6 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
         results[p.at] = { ok: false, error };
       }
     }
-    for (const userId of stale) redo.push(byUser.get(userId) as Pending[]);
     if (commits.length === 0) return;
 
     // A fault fails a user's first unapplied commit and, with it, every later event of that user in the
