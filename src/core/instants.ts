@@ -3,6 +3,7 @@
  * store its ledger rows' instants; {@link instantMs} reads them back (ledger rows, index entries, users'
  * creation instants). Each gives exactly what `toISOString` / `Date.parse` give.
  */
+import { ValidationError } from '../errors.js';
 
 // The last few formatted instants (ms -> ISO string), replaced in turn.
 const ISO_SLOTS = 4;
@@ -124,4 +125,14 @@ function decodeInstant(iso: string): number {
     }
   }
   return Date.parse(iso);
+}
+
+/**
+ * Milliseconds of an ISO instant handed to a store method (`from`, `to`, `now`, `before`), which the stores
+ * compare as instants, not as text; a `ValidationError` when it does not parse.
+ */
+export function instantParam(name: string, iso: unknown): number {
+  const ms = typeof iso === 'string' ? Date.parse(iso) : Number.NaN;
+  if (!Number.isFinite(ms)) throw new ValidationError(`${name} is not an ISO instant: ${JSON.stringify(iso)}`, [{ path: [name], message: 'must be an ISO instant' }]);
+  return ms;
 }

@@ -32,6 +32,8 @@ import type { ChangeEvent, IdempotencyRecord, LedgerRow, StoredChange } from '..
 import type { BatchCommitOutcome, ChangesPage, Commit, CommitResult, DeliveryRecord, ErasureResult, EventLoad, EventsPage, LedgerPage, LedgerQuery, OutboxStore, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
 import type { BoostRecord } from '../core/boosts.js';
 import { isMarked, isObject, settleChanges } from '../store/outbox.js';
+import { instantParam } from '../core/instants.js';
+import { validateText } from '../core/users.js';
 import { MIGRATIONS } from './migrations.js';
 
 /** The result shape shared by `pg` (`rowCount`) and PGlite (`affectedRows`). */
@@ -244,12 +246,6 @@ function changeCursorOf(after: string | undefined): { xid: string; seq: string }
   return { xid: m[1] as string, seq: m[2] as string };
 }
 
-/** Milliseconds of an ISO instant passed in (`now`, `before`); a `ValidationError` when it does not parse. */
-function msOf(name: string, iso: string): number {
-  const ms = typeof iso === 'string' ? Date.parse(iso) : Number.NaN;
-  if (!Number.isFinite(ms)) throw new ValidationError(`${name} is not an ISO instant: ${JSON.stringify(iso)}`, [{ path: [name], message: 'must be an ISO instant' }]);
-  return ms;
-}
 /** An instant as `toISOString` writes it: stored instants compare as text ("C" order), so they must share one form. */
 const isoOf = (ms: number) => new Date(ms).toISOString();
 /** A due instant as stored: `toISOString`'s form when it parses (else as given). */
@@ -846,11 +842,12 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   const views = new Map<string, PostgresStore>();
   /** The store of tenant `id`, made on first use (it allocates no storage; see `Store.tenant`). */
   const tenantStore = (id: string): PostgresStore => {
-    if (typeof id !== 'string' || id === '' || id.includes('\u0000')) {
-      throw new ValidationError(`Invalid tenant id: ${JSON.stringify(id)}`, [{ path: ['tenant'], message: 'must be 1..255 characters without NUL' }]);
-    }
     let store = views.get(id);
-    if (!store) views.set(id, (store = view(id)));
+    if (!store) {
+      // As the engine and the memory store check it.
+      validateText(id, ['tenant'], 255, { nonEmpty: true });
+      views.set(id, (store = view(id)));
+    }
     return store;
   };
 
@@ -958,10 +955,11 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       async readLedger(q: LedgerQuery) {
         const params: unknown[] = [tenant, q.userId, q.kind, q.key];
         let where = 'tenant = $1 AND user_id = $2 AND kind = $3 AND key = $4';
-        if (q.from !== undefined) where += ` AND at >= $${params.push(q.from)}`;
-        if (q.to !== undefined) where += ` AND at < $${params.push(q.to)}`;
+        // Instants in the stored form (toISOString's), so that they compare as instants.
+        if (q.from !== undefined) where += ` AND at >= $${params.push(isoOf(instantParam('from', q.from)))}`;
+        if (q.to !== undefined) where += ` AND at < $${params.push(isoOf(instantParam('to', q.to)))}`;
         const dir = q.order === 'asc' ? 'ASC' : 'DESC';
-        const limit = q.limit !== undefined ? ` LIMIT $${params.push(q.limit)}` : '';
+        const limit = q.limit !== undefined ? ` LIMIT $${params.push(Math.max(0, q.limit))}` : '';
         const r = await read((db) => db.query(`SELECT id, user_id, kind, key, at, delta, total, data FROM ${t('ledger')} WHERE ${where} ORDER BY at ${dir}, seq ${dir}${limit}`, params));
         return r.rows.map(toRow);
       },
@@ -994,8 +992,8 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         const hex = t('utf16_hex');
         const r = await read((q) =>
           page.after === undefined
-            ? q.query(`SELECT user_id FROM ${t('users')} WHERE tenant = $2 ORDER BY ${hex}(user_id) LIMIT $1`, [page.limit, tenant])
-            : q.query(`SELECT user_id FROM ${t('users')} WHERE tenant = $3 AND ${hex}(user_id) > ${hex}($2::text) ORDER BY ${hex}(user_id) LIMIT $1`, [page.limit, page.after, tenant]),
+            ? q.query(`SELECT user_id FROM ${t('users')} WHERE tenant = $2 ORDER BY ${hex}(user_id) LIMIT $1`, [Math.max(0, page.limit), tenant])
+            : q.query(`SELECT user_id FROM ${t('users')} WHERE tenant = $3 AND ${hex}(user_id) > ${hex}($2::text) ORDER BY ${hex}(user_id) LIMIT $1`, [Math.max(0, page.limit), page.after, tenant]),
         );
         return r.rows.map((row) => String(row.user_id));
       },
@@ -1042,7 +1040,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
 
       async readRankHistory(index, userId, limit): Promise<RankHistoryRow[]> {
         const r = await read((q) =>
-          q.query(`SELECT date, previous_rank, rank, previous_value, value FROM ${t('rank_history')} WHERE tenant = $4 AND idx = $1 AND user_id = $2 ORDER BY date DESC LIMIT $3`, [index, userId, limit, tenant]),
+          q.query(`SELECT date, previous_rank, rank, previous_value, value FROM ${t('rank_history')} WHERE tenant = $4 AND idx = $1 AND user_id = $2 ORDER BY date DESC LIMIT $3`, [index, userId, Math.max(0, limit), tenant]),
         );
         return r.rows.map((row) => ({ date: String(row.date), previousRank: nullableNum(row.previous_rank), rank: nullableNum(row.rank), previousValue: nullableNum(row.previous_value), value: nullableNum(row.value) }));
       },
@@ -1138,7 +1136,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
 
       // One statement: taken when nobody holds the lease, the owner holds it, or it ended at or before `now`.
       async claimConsumer(lease) {
-        const now = msOf('now', lease.now);
+        const now = instantParam('now', lease.now);
         const r = await read((q) =>
           q.query(
             `INSERT INTO ${t('consumers')} AS k (tenant, name, cursor, owner, lease_until) VALUES ($5, $1, NULL, $2, $4::timestamptz)
@@ -1153,7 +1151,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       },
 
       async advanceConsumer(update) {
-        const until = msOf('now', update.now) + update.leaseMs;
+        const until = instantParam('now', update.now) + update.leaseMs;
         const r = await read((q) =>
           q.query(`UPDATE ${t('consumers')} SET cursor = $3, lease_until = $4::timestamptz WHERE tenant = $5 AND name = $1 AND owner = $2 RETURNING 1 AS ok`, [
             update.consumer,
@@ -1207,7 +1205,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       // One statement on users_due (007): the earliest due users, skipping rows other transactions hold (a
       // commit of the user, another claim), each given `now + leaseMs` as its due instant. O(log n + limit).
       async claimDue(claim) {
-        const now = msOf('now', claim.now);
+        const now = instantParam('now', claim.now);
         const limit = Math.max(0, claim.limit);
         if (limit === 0) return [];
         const r = await read((q) =>
@@ -1227,7 +1225,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       // The oldest events dated before `before` (outbox_at), at most `limit`; delivery outcomes dated before it
       // go too (at most `limit` of them), so that table stays bounded as well. Returns the events removed.
       async pruneChanges(prune) {
-        const before = isoOf(msOf('before', prune.before));
+        const before = isoOf(instantParam('before', prune.before));
         const limit = Math.max(0, prune.limit);
         if (limit === 0) return 0;
         const r = await read((q) =>

@@ -10,7 +10,8 @@ import { DIRECT, type DirectStore } from './direct.js';
 import { ConflictError, ValidationError } from '../errors.js';
 import type { AwardRow, IdempotencyRecord, LeaderboardWrite, LedgerKind, LedgerRow } from '../core/types.js';
 import type { BoostRecord } from '../core/boosts.js';
-import { instantMs, isoOf } from '../core/instants.js';
+import { instantMs, instantParam, isoOf } from '../core/instants.js';
+import { validateText } from '../core/users.js';
 import { instantOf, OrderedIndex, type IndexEntry } from './ordered-index.js';
 import type { BatchCommitOutcome, Commit, CommitResult, Erasure, ErasureResult, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState, OutboxStore } from './types.js';
 import { MemoryOutbox } from './outbox.js';
@@ -307,7 +308,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const tenants = new Map<string, MemoryStore>();
   const tenant = (id: string): MemoryStore => {
     let store = tenants.get(id);
-    if (!store) tenants.set(id, (store = partition(options, tenant)));
+    if (!store) {
+      // As the engine and the PostgreSQL store check it.
+      validateText(id, ['tenant'], 255, { nonEmpty: true });
+      tenants.set(id, (store = partition(options, tenant)));
+    }
     return store;
   };
   return partition(options, tenant);
@@ -708,10 +713,13 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       return out;
     },
     async readLedger(q: LedgerQuery) {
+      // Compared as instants (as on PostgreSQL), and checked whether or not the user has rows.
+      const from = q.from === undefined ? undefined : instantParam('from', q.from);
+      const to = q.to === undefined ? undefined : instantParam('to', q.to);
       const rows = ledgers.get(q.userId)?.ledger(ledgerKey(q.kind, q.key));
       if (!rows) return [];
-      const start = q.from === undefined ? 0 : rows.lowerBound(Date.parse(q.from));
-      const end = q.to === undefined ? rows.length : rows.lowerBound(Date.parse(q.to));
+      const start = from === undefined ? 0 : rows.lowerBound(from);
+      const end = to === undefined ? rows.length : rows.lowerBound(to);
       const limit = q.limit ?? Infinity;
       const out: LedgerRow[] = [];
       if (q.order === 'asc') for (let i = start; i < end && out.length < limit; i++) out.push(rows.row(i));
