@@ -433,6 +433,9 @@ function tenantStore(db: Database.Database, options: SqliteStoreOptions, tenantI
     storeState(e.userId, e.reset.state, version, true);
     addRows(e.reset.ledger);
     writeEntries(e.reset.leaderboard);
+    // Remembered, so that a later erasure lists them (an external rank index keeps the reset's markers there).
+    point('record removal');
+    for (const idx of indexes) stmt.removal.run(e.userId, idx);
     return { erased: true, version, indexes };
   }, !bug('erase-not-atomic'));
 
