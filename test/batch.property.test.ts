@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applyEvent, createEngine, defineConfig, isLaurelError, type EventResponse, type Store, type UserState } from '../src/index.js';
+import { applyEvent, createEngine, defineConfig, isLaurelError, StorageUnavailableError, type EventResponse, type Store, type UserState } from '../src/index.js';
 import { createMemoryStore } from '../src/memory.js';
 import { arbEventSequence, sequentialIds, type ArbEvent } from '../src/testing/index.js';
 
@@ -203,6 +203,38 @@ describe('recordEvents', () => {
     const histories = one.filter((e) => e.type === 'emails.streak_reminder_due').map((e) => (e.payload as { streak: { streakHistory: unknown[] } }).streak.streakHistory);
     expect(histories.length).toBeGreaterThan(0);
     for (const h of histories) expect(h).toHaveLength(7);
+    expect(await run(true)).toEqual(one);
+  });
+
+  it('a streak reminder whose history read fails fails that user\'s event alone, as one by one; nothing of it is stored', async () => {
+    const reminders = defineConfig({ timeZone: 'UTC', metrics: [{ key: 'lessons', name: 'Lessons' }], streak: { frequency: 'daily' }, notifications: { streakReminder: { hoursBefore: 30 } } });
+    const run = async (batch: boolean) => {
+      const inner = createMemoryStore();
+      let down = false;
+      // The memory store without its direct path, whose streak-ledger reads of user a fail while down.
+      const store: Store = { ...inner, loadForEvents: (inner.loadForEvents as NonNullable<Store['loadForEvents']>).bind(inner), commitBatch: (inner.commitBatch as NonNullable<Store['commitBatch']>).bind(inner) };
+      store.readLedger = async (q) => {
+        if (down && q.userId === 'a' && q.kind === 'streak') throw new StorageUnavailableError('read down');
+        return inner.readLedger(q);
+      };
+      let now = Date.parse('2026-01-05T10:00:00Z');
+      const engine = createEngine({ config: reminders, store, clock: () => new Date(now), newId: sequentialIds() });
+      await engine.recordEvent('lessons', { user: { id: 'a' }, value: 1 });
+      now = Date.parse('2026-01-06T22:00:00Z');
+      down = true;
+      const events = [
+        { metricKey: 'lessons' as const, user: { id: 'b' }, value: 1 },
+        { metricKey: 'lessons' as const, user: { id: 'a' }, value: 1 },
+        { metricKey: 'lessons' as const, user: { id: 'c' }, value: 2 },
+        { metricKey: 'lessons' as const, user: { id: 'a' }, value: 1 },
+      ];
+      const out: unknown[] = [];
+      if (batch) for (const r of await engine.recordEvents(events)) out.push(r.ok ? r.response.total : r.error.code);
+      else for (const e of events) out.push(await engine.recordEvent(e.metricKey, e).then((r) => r.total, (err: { code: string }) => err.code));
+      return { out, a: (await inner.loadUser('a'))?.state.metrics.lessons };
+    };
+    const one = await run(false);
+    expect(one).toEqual({ out: [1, 'STORAGE_UNAVAILABLE', 2, 'STORAGE_UNAVAILABLE'], a: 1 });
     expect(await run(true)).toEqual(one);
   });
 

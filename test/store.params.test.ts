@@ -23,6 +23,8 @@ onEachStore('store parameters', (kind) => {
       leaderboard: [{ index: 'lb|a', userId: 'u', value: 3, reachedAt: '2026-01-05T10:00:00.000Z', date: '2026-01-05' }],
       counters: {},
       idempotency: null,
+      changes: [{ id: 'c1', type: 'points.changed', userId: 'u', at: '2026-01-05T10:00:00.000Z', payload: {} } as never],
+      due: null,
     });
   });
 
@@ -33,13 +35,29 @@ onEachStore('store parameters', (kind) => {
     expect(await ids('2026-01-05')).toEqual(['r1', 'r2', 'r3']);
   });
 
-  it('readLedger refuses a from or to that is not an instant, for any user', async () => {
+  it('readLedger refuses a from or to that is not an ISO instant in the years 0000-9999, for any user', async () => {
+    // Not ISO (read in the process's zone by Date.parse), no offset, not a day, past year 9999 (text order).
+    const bad = ['yesterday', '', 'Jan 5 2026', '2026/01/05', '1', '2026-01-05T10:00:00', '2026-02-30', '+010000-01-01T00:00:00.000Z', '9999-12-31T23:00:00-05:00', '-000001-01-01T00:00:00.000Z'];
     for (const userId of ['u', 'nobody']) {
-      const err = await store.readLedger({ userId, kind: 'metric', key: 'lessons', order: 'asc', from: 'yesterday' }).catch((e: unknown) => e);
-      expect(isLaurelErrorCode(err, 'VALIDATION')).toBe(true);
-      const err2 = await store.readLedger({ userId, kind: 'metric', key: 'lessons', order: 'asc', to: '' }).catch((e: unknown) => e);
-      expect(isLaurelErrorCode(err2, 'VALIDATION')).toBe(true);
+      for (const b of bad) {
+        for (const q of [{ from: b }, { to: b }]) {
+          const err = await store.readLedger({ userId, kind: 'metric', key: 'lessons', order: 'asc', ...q }).catch((e: unknown) => e);
+          expect(isLaurelErrorCode(err, 'VALIDATION'), `${userId} ${JSON.stringify(q)}`).toBe(true);
+        }
+      }
     }
+  });
+
+  it('the outbox refuses a now or before that is not an ISO instant, and changes nothing', async () => {
+    const outbox = store as Required<Store>;
+    const before = (await outbox.readChanges({ limit: 10 })).events.length;
+    const refused = async (p: Promise<unknown>) => isLaurelErrorCode(await p.then(() => null, (e: unknown) => e), 'VALIDATION');
+    expect(await refused(outbox.pruneChanges({ before: 'not a date', limit: 10 }))).toBe(true);
+    expect(await refused(outbox.claimDue({ now: 'Jan 5 2026', limit: 10, leaseMs: 1000 }))).toBe(true);
+    expect(await refused(outbox.claimConsumer({ consumer: 'c', owner: 'o', now: '', leaseMs: 1000 }))).toBe(true);
+    expect(await refused(outbox.advanceConsumer({ consumer: 'c', owner: 'o', cursor: '0', now: 'soon', leaseMs: 1000 }))).toBe(true);
+    expect(before).toBe(1);
+    expect((await outbox.readChanges({ limit: 10 })).events.length).toBe(before);
   });
 
   it('a negative limit reads nothing', async () => {

@@ -127,12 +127,32 @@ function decodeInstant(iso: string): number {
   return Date.parse(iso);
 }
 
+/** An ISO 8601 date, or date and time with `Z` or an offset (a time without one would be read in the process's zone). */
+const ISO_PARAM = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/;
+/** 0000-01-01T00:00:00.000Z and 10000-01-01T00:00:00.000Z: the instants `toISOString` writes with four-digit years. */
+const FIRST_PARAM_MS = -62_167_219_200_000;
+const PAST_PARAM_MS = 253_402_300_800_000;
+
 /**
  * Milliseconds of an ISO instant handed to a store method (`from`, `to`, `now`, `before`), which the stores
- * compare as instants, not as text; a `ValidationError` when it does not parse.
+ * compare as instants, not as text: a date (`2026-01-05`, UTC midnight) or a date and time with `Z` or an
+ * offset, in the years 0000-9999 (what `toISOString` writes with four digits, so that PostgreSQL's text
+ * comparison of the stored form agrees). Anything else is a `ValidationError`.
  */
 export function instantParam(name: string, iso: unknown): number {
-  const ms = typeof iso === 'string' ? Date.parse(iso) : Number.NaN;
-  if (!Number.isFinite(ms)) throw new ValidationError(`${name} is not an ISO instant: ${JSON.stringify(iso)}`, [{ path: [name], message: 'must be an ISO instant' }]);
+  const ms = typeof iso === 'string' && ISO_PARAM.test(iso) && calendarDate(iso) ? Date.parse(iso) : Number.NaN;
+  if (!(ms >= FIRST_PARAM_MS && ms < PAST_PARAM_MS)) {
+    throw new ValidationError(`${name} is not an ISO instant in the years 0000-9999: ${JSON.stringify(iso)}`, [{ path: [name], message: 'must be an ISO 8601 instant (a date, or a date and time with Z or an offset) in the years 0000-9999' }]);
+  }
   return ms;
+}
+
+/** Whether the text's leading `YYYY-MM-DD` names a day of the calendar (`Date.parse` rolls 2026-02-30 over into March). */
+function calendarDate(iso: string): boolean {
+  const year = Number(iso.slice(0, 4));
+  const month = Number(iso.slice(5, 7));
+  const day = Number(iso.slice(8, 10));
+  const d = new Date(0);
+  d.setUTCFullYear(year, month - 1, day);
+  return d.getUTCMonth() === month - 1 && d.getUTCDate() === day;
 }

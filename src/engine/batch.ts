@@ -45,8 +45,11 @@ export interface BatchDeps {
   noted: (before: UserState | null, after: UserState, effects: Effects, ctx: CoreContext) => Noted;
   /** The store commit of a call (as for single calls) from the user's version before it, `noted`'s result and its effects. */
   commitOf: (userId: string, loaded: { version: number } | null, n: Noted, effects: Effects) => Commit;
-  /** Gives the streak reminders of the batch's commits (in order, each with its clock reading) their streak history. */
-  streakHistories: (commits: readonly { commit: Commit; now: Date }[]) => Promise<void>;
+  /**
+   * Gives the streak reminders of the batch's commits (in order, each with its clock reading) their streak
+   * history; returns the reads that failed, by position.
+   */
+  streakHistories: (commits: readonly { commit: Commit; now: Date }[]) => Promise<Map<number, LaurelError>>;
   /** Records one event the single-call way (with its own retries): for events whose batch commit conflicted. */
   recordOne: (event: EventInput) => Promise<EventResponse>;
 }
@@ -158,15 +161,17 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
         results[p.at] = { ok: true, response: p.response as EventResponse };
       }
     };
+    // A streak reminder's history read that failed fails its commit (and the user's later ones): not sent.
+    for (const [i, error] of await deps.streakHistories(commits.map((p) => ({ commit: p.commit as Commit, now: p.now as Date })))) fail(commits[i] as Pending, error);
+    const sent = failed.size === 0 ? commits : commits.filter((p) => p.at < (failed.get(p.event.user.id)?.at ?? Infinity));
     try {
-      await deps.streakHistories(commits.map((p) => ({ commit: p.commit as Commit, now: p.now as Date })));
       // Without commitBatch each commit's ranks are filled right after it, as one by one.
-      const outcomes = await commitAll(store, commits.map((p) => p.commit as Commit), (i, outcome) => settle(commits[i] as Pending, outcome));
-      if (outcomes) for (const [i, p] of commits.entries()) await settle(p, outcomes[i] as BatchCommitOutcome);
+      const outcomes = sent.length === 0 ? null : await commitAll(store, sent.map((p) => p.commit as Commit), (i, outcome) => settle(sent[i] as Pending, outcome));
+      if (outcomes) for (const [i, p] of sent.entries()) await settle(p, outcomes[i] as BatchCommitOutcome);
     } catch (error) {
       if (!isLaurelError(error)) throw error;
       // commitBatch rejected: nothing of the batch was applied.
-      for (const p of commits) fail(p, error);
+      for (const p of sent) fail(p, error);
     }
     for (const [userId, { at, error }] of failed) {
       for (const p of byUser.get(userId) as Pending[]) if (p.at >= at) results[p.at] = { ok: false, error };

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AchievementKeyOf, CompiledLeaderboard, ConfigKeys, ConfigKeysOf, LaurelConfig, LeaderboardKeyOf, MetricKeyOf, PointsKeyOf } from '../config/define.js';
-import { ConflictError, isLaurelErrorCode, NoLevelsError, NotFoundError, storageError, ValidationError } from '../errors.js';
+import { ConflictError, isLaurelError, isLaurelErrorCode, NoLevelsError, NotFoundError, storageError, ValidationError, type LaurelError } from '../errors.js';
 import { guardStore } from './guard.js';
 import { achievementView, achievementWithProgress, listedFor } from '../core/achievements.js';
 import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkConfig, checkInstant, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
@@ -483,16 +483,30 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
 
   /**
    * {@link streakHistories} for a batch's commits in order (`now`: each one's clock reading): a commit's rows
-   * not stored yet are the ledger rows of its user's commits in the batch up to its own.
+   * not stored yet are the ledger rows of its user's commits in the batch up to its own. Returns the reads
+   * that failed, by position: such a commit fails alone (its user's later ones with it), as its single call
+   * would have failed, and its user's later commits need no read.
    */
-  async function batchStreakHistories(commits: readonly { commit: Commit; now: Date }[]): Promise<void> {
-    if (!commits.some((p) => remindsOfStreak(p.commit))) return;
+  async function batchStreakHistories(commits: readonly { commit: Commit; now: Date }[]): Promise<Map<number, LaurelError>> {
+    const failed = new Map<number, LaurelError>();
+    if (!commits.some((p) => remindsOfStreak(p.commit))) return failed;
     const pending = new Map<string, LedgerRow[]>();
-    for (const { commit: c, now } of commits) {
-      const rows = [...(pending.get(c.userId) ?? []), ...c.ledger];
-      pending.set(c.userId, rows);
-      if (remindsOfStreak(c)) await streakHistories(c, rows, now);
+    const failedUsers = new Set<string>();
+    for (const [i, { commit: c, now }] of commits.entries()) {
+      if (failedUsers.has(c.userId)) continue;
+      let rows = pending.get(c.userId);
+      if (!rows) pending.set(c.userId, (rows = []));
+      for (const row of c.ledger) rows.push(row);
+      if (!remindsOfStreak(c)) continue;
+      try {
+        await streakHistories(c, rows, now);
+      } catch (error) {
+        if (!isLaurelError(error)) throw error;
+        failed.set(i, error);
+        failedUsers.add(c.userId);
+      }
     }
+    return failed;
   }
 
   const board = (key: string): CompiledLeaderboard => {

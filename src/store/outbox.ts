@@ -4,7 +4,7 @@
  */
 import type { ChangeEvent, StoredChange } from '../core/types.js';
 import { rankMarkerBoard } from '../core/changes.js';
-import { instantMs } from '../core/instants.js';
+import { instantMs, instantParam } from '../core/instants.js';
 import { ValidationError } from '../errors.js';
 import type { ChangesPage, DeliveryRecord, OutboxStore, RankChange } from './types.js';
 
@@ -295,7 +295,7 @@ export class MemoryOutbox implements OutboxStore {
   }
 
   async claimConsumer(lease: { consumer: string; owner: string; now: string; leaseMs: number }): Promise<{ cursor: string | null } | null> {
-    const now = Date.parse(lease.now);
+    const now = instantParam('now', lease.now);
     const c = this.consumers.get(lease.consumer);
     if (c && c.owner !== null && c.owner !== lease.owner && c.until > now) return null;
     if (c) {
@@ -308,10 +308,11 @@ export class MemoryOutbox implements OutboxStore {
   }
 
   async advanceConsumer(update: { consumer: string; owner: string; cursor: string; now: string; leaseMs: number }): Promise<boolean> {
+    const until = instantParam('now', update.now) + update.leaseMs;
     const c = this.consumers.get(update.consumer);
     if (!c || c.owner !== update.owner) return false;
     c.cursor = update.cursor;
-    c.until = Date.parse(update.now) + update.leaseMs;
+    c.until = until;
     return true;
   }
 
@@ -340,7 +341,7 @@ export class MemoryOutbox implements OutboxStore {
   }
 
   async claimDue(claim: { now: string; limit: number; leaseMs: number }): Promise<string[]> {
-    const now = Date.parse(claim.now);
+    const now = instantParam('now', claim.now);
     const out: string[] = [];
     const again: { ms: number; userId: string }[] = [];
     while (out.length < claim.limit && this.heap.size > 0) {
@@ -359,7 +360,7 @@ export class MemoryOutbox implements OutboxStore {
   }
 
   async pruneChanges(prune: { before: string; limit: number }): Promise<number> {
-    const before = Date.parse(prune.before);
+    const before = instantParam('before', prune.before);
     let removed = 0;
     let i = 0;
     while (i < this.log.length && removed < prune.limit) {
