@@ -8,6 +8,11 @@ import { applyEvent, createEngine, defineConfig, isLaurelError, StorageUnavailab
 import { createMemoryStore } from '../src/memory.js';
 import { arbEventSequence, sequentialIds, type ArbEvent } from '../src/testing/index.js';
 
+/** One-metric events: `[user id, value]` each. */
+const lessons = (...events: [string, number][]) => events.map(([id, value]) => ({ metricKey: 'lessons' as const, user: { id }, value }));
+/** A daily streak with reminders 30 hours before it lapses. */
+const reminders = defineConfig({ timeZone: 'UTC', metrics: [{ key: 'lessons', name: 'Lessons' }], streak: { frequency: 'daily' }, notifications: { streakReminder: { hoursBefore: 30 } } });
+
 export const batchConfig = defineConfig({
   timeZone: 'Europe/Paris',
   metrics: [{ key: 'lessons', name: 'Lessons' }, { key: 'quizzes', name: 'Quizzes' }],
@@ -178,23 +183,13 @@ describe('recordEvents', () => {
   });
 
   it('a streak reminder from a batch carries the streak history, as one by one (the earlier events of the batch included)', async () => {
-    const reminders = defineConfig({
-      timeZone: 'UTC',
-      metrics: [{ key: 'lessons', name: 'Lessons' }],
-      streak: { frequency: 'daily' },
-      notifications: { streakReminder: { hoursBefore: 30 } },
-    });
     const run = async (batch: boolean) => {
       const store = createMemoryStore();
       let now = Date.parse('2026-01-05T10:00:00Z');
       const engine = createEngine({ config: reminders, store, clock: () => new Date(now), newId: sequentialIds() });
       await engine.recordEvent('lessons', { user: { id: 'a' }, value: 1 });
       now = Date.parse('2026-01-06T22:00:00Z');
-      const events = [
-        { metricKey: 'lessons' as const, user: { id: 'b' }, value: 1 },
-        { metricKey: 'lessons' as const, user: { id: 'a' }, value: 1 },
-        { metricKey: 'lessons' as const, user: { id: 'b' }, value: 2 },
-      ];
+      const events = lessons(['b', 1], ['a', 1], ['b', 2]);
       if (batch) await engine.recordEvents(events);
       else for (const e of events) await engine.recordEvent(e.metricKey, e);
       return (await store.readChanges({ limit: 100 })).events.map(({ position: _p, ...e }) => e);
@@ -207,7 +202,6 @@ describe('recordEvents', () => {
   });
 
   it('a streak reminder whose history read fails fails that user\'s event alone, as one by one; nothing of it is stored', async () => {
-    const reminders = defineConfig({ timeZone: 'UTC', metrics: [{ key: 'lessons', name: 'Lessons' }], streak: { frequency: 'daily' }, notifications: { streakReminder: { hoursBefore: 30 } } });
     const run = async (batch: boolean) => {
       const inner = createMemoryStore();
       let down = false;
@@ -222,12 +216,7 @@ describe('recordEvents', () => {
       await engine.recordEvent('lessons', { user: { id: 'a' }, value: 1 });
       now = Date.parse('2026-01-06T22:00:00Z');
       down = true;
-      const events = [
-        { metricKey: 'lessons' as const, user: { id: 'b' }, value: 1 },
-        { metricKey: 'lessons' as const, user: { id: 'a' }, value: 1 },
-        { metricKey: 'lessons' as const, user: { id: 'c' }, value: 2 },
-        { metricKey: 'lessons' as const, user: { id: 'a' }, value: 1 },
-      ];
+      const events = lessons(['b', 1], ['a', 1], ['c', 2], ['a', 1]);
       const out: unknown[] = [];
       if (batch) for (const r of await engine.recordEvents(events)) out.push(r.ok ? r.response.total : r.error.code);
       else for (const e of events) out.push(await engine.recordEvent(e.metricKey, e).then((r) => r.total, (err: { code: string }) => err.code));
@@ -253,12 +242,7 @@ describe('recordEvents', () => {
       const clock = () => new Date((now += 1000));
       await createEngine({ config: before, store, clock, newId: sequentialIds('a') }).recordEvent('lessons', { user: { id: 'stale' }, value: 3 });
       const engine = createEngine({ config: after, store, clock, newId: sequentialIds('b') });
-      const events = [
-        { metricKey: 'lessons' as const, user: { id: 'fresh' }, value: 1 },
-        { metricKey: 'lessons' as const, user: { id: 'stale' }, value: 1 },
-        { metricKey: 'lessons' as const, user: { id: 'fresh' }, value: 1 },
-        { metricKey: 'lessons' as const, user: { id: 'stale' }, value: 1 },
-      ];
+      const events = lessons(['fresh', 1], ['stale', 1], ['fresh', 1], ['stale', 1]);
       const responses: unknown[] = [];
       if (batch) for (const r of await engine.recordEvents(events)) responses.push(r.ok ? r.response : r.error.code);
       else for (const e of events) responses.push(await engine.recordEvent(e.metricKey, e));
