@@ -84,7 +84,7 @@ describe('typed failures', () => {
       createPostgresStore({ client: { query: (t: string, p?: unknown[]) => db.query(t, p) }, schema: schema() }),
     ]) {
       await store.migrate();
-      const e = await rejection(store.readLedger({ userId: 'u', kind: 'metric', key: 'lessons', order: 'asc', limit: -1 }));
+      const e = await rejection(store.readLedger({ userId: 'u', kind: 'metric', key: 'lessons\u0000', order: 'asc' }));
       expect(e).toBeInstanceOf(StorageUnavailableError);
     }
   });
@@ -308,7 +308,7 @@ async function interleave(store: PostgresStore) {
   })();
   const failingReads = (async () => {
     for (let i = 0; i < rounds * 2; i++) {
-      await store.readLedger({ userId: 'v', kind: 'metric', key: 'lessons', order: 'asc', limit: -1 }).then(
+      await store.readLedger({ userId: 'v', kind: 'metric', key: 'lessons\u0000', order: 'asc' }).then(
         () => undefined,
         (e: unknown) => {
           expect(e).toBeInstanceOf(StorageUnavailableError);
