@@ -291,7 +291,7 @@ describe.skipIf(!PG_URL)('a commit whose answer was lost, on a server (pg Pool)'
 });
 
 /**
- * Single-connection mode: while commits run, other calls' reads fail (a negative LIMIT) and commits that fail
+ * Single-connection mode: while commits run, other calls' reads fail (a NUL in a text parameter) and commits that fail
  * after writing (a counter increment bigint refuses) run too. None may abort another call's transaction, and
  * no read may see a write that was rolled back.
  */
