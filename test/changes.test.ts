@@ -4,7 +4,7 @@
  * sweeps, board runs, boosts, erasure and retention.
  */
 import { expect, it } from 'vitest';
-import { createSweeper, defineConfig, type ConfigInput, type StoredChange } from '../src/index.js';
+import { createSweeper, defineConfig, isLaurelErrorCode, type ConfigInput, type StoredChange } from '../src/index.js';
 import { allChanges, DAY, HOUR } from './helpers.js';
 import { onEachStore, setupOn } from './stores.js';
 
@@ -185,6 +185,12 @@ onEachStore('change events, rule by rule', (kind) => {
     expect(events.some((e) => e.userId === 'kept')).toBe(true);
     t.advance(10 * DAY);
     await t.engine.recordEvent('lessons', { user: { id: 'new' }, value: 1 });
+    // Without olderThanMs nothing goes (it would otherwise mean "everything before now").
+    for (const bad of [{}, undefined, { limit: 5 }]) {
+      const err = await t.engine.pruneChanges(bad as never).catch((e: unknown) => e);
+      expect(isLaurelErrorCode(err, 'VALIDATION')).toBe(true);
+    }
+    expect((await allChanges(t.engine)).length).toBeGreaterThan(events.length);
     expect(await t.engine.pruneChanges({ olderThanMs: 5 * DAY })).toBe(events.length);
     expect((await allChanges(t.engine)).every((e) => e.userId === 'new' || e.userId === null)).toBe(true);
     void HOUR;

@@ -38,7 +38,7 @@ function setup() {
 type Setup = ReturnType<typeof setup>;
 
 
-type Mode = 'ok' | 'fail' | 'hang';
+type Mode = 'ok' | 'fail' | 'hang' | 'partial';
 interface Received {
   body: string;
   headers: IncomingHttpHeaders;
@@ -63,6 +63,8 @@ async function startReceiver() {
           received.push({ body: Buffer.concat(chunks).toString('utf8'), headers: req.headers, mode });
           if (mode === 'ok') res.writeHead(204).end();
           else if (mode === 'fail') res.writeHead(500, { 'Content-Type': 'text/plain' }).end('receiver down');
+          // 'partial': a 200 whose body never ends.
+          else if (mode === 'partial') res.writeHead(200, { 'Content-Type': 'text/plain' }).write('partial');
           // 'hang': no answer; the relay's timeout aborts the request.
         });
       });
@@ -261,6 +263,18 @@ describe('createWebhookRelay against a loopback receiver', () => {
     // The event was never delivered: the cursor did not move.
     const recorded = await s.engine.readDeliveries('hooks');
     expect(recorded.every((r) => !r.ok)).toBe(true);
+  });
+
+  it('an answer whose body has not ended within timeoutMs counts as failed, even with a 2xx status', async () => {
+    const s = setup();
+    const r = await receiver();
+    r.mode = 'partial';
+    await record(s, 'u1');
+    const outcomes: DeliveryRecord[] = [];
+    relay(s, { url: r.url, onDelivery: (o) => outcomes.push(o) });
+    await until(() => outcomes.length >= 1, 'an outcome');
+    expect(outcomes[0]).toMatchObject({ ok: false, status: 200, error: 'timed out after 200 ms', attempt: 1 });
+    expect(outcomes[0]!.ms).toBeGreaterThanOrEqual(190);
   });
 
   it('sends the extra headers through an injected fetch', async () => {

@@ -309,9 +309,13 @@ export function changesApi(deps: ChangesDeps) {
       return { users: due.length - failed, failed, emitted, more: due.length === limit };
     },
 
-    /** Removes change events dated more than `olderThanMs` before now (at most `limit`, default 10 000); returns how many. */
+    /**
+     * Removes change events dated more than `olderThanMs` before now (at most `limit`, default 10 000); returns
+     * how many. `olderThanMs` is required: without it nothing is removed and the call is a ValidationError.
+     */
     async pruneChanges(opts: { olderThanMs: number; limit?: number }): Promise<number> {
-      const olderThanMs = intIn(opts?.olderThanMs, 'olderThanMs', 0, Number.MAX_SAFE_INTEGER, 0);
+      if (opts?.olderThanMs === undefined) throw new ValidationError('pruneChanges: olderThanMs is required', [{ path: ['olderThanMs'], message: 'required: how old (ms) a change event must be to be removed' }]);
+      const olderThanMs = intIn(opts.olderThanMs, 'olderThanMs', 0, Number.MAX_SAFE_INTEGER, 0);
       const limit = intIn(opts?.limit, 'limit', 1, 1_000_000, 10_000);
       return outboxOf(store).pruneChanges({ before: new Date(deps.now().getTime() - olderThanMs).toISOString(), limit });
     },

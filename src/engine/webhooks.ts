@@ -298,10 +298,11 @@ export function createWebhookRelay(engine: WebhookRelayEngine, options: WebhookR
     let outcome: { ok: boolean; status: number | null; error: string | null };
     try {
       const res = await fetchImpl(target, { method: 'POST', headers, body, signal: controller.signal, redirect: 'manual' });
-      // Read the answer (it frees the connection), within the same timeout.
+      // Read the answer (it frees the connection), within the same timeout: an answer whose body has not
+      // ended by then counts as failed, whatever its status (as `timeoutMs` says).
       const text = await res.text().catch(() => '');
-      const ok = res.status >= 200 && res.status < 300;
-      outcome = { ok, status: res.status, error: ok ? null : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}` };
+      const ok = res.status >= 200 && res.status < 300 && !timedOut;
+      outcome = { ok, status: res.status, error: timedOut ? describe(null, true, timeoutMs) : ok ? null : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}` };
     } catch (error) {
       outcome = { ok: false, status: null, error: describe(error, timedOut, timeoutMs) };
     } finally {
