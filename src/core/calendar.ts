@@ -395,7 +395,8 @@ function isLeapYear(y: number): boolean {
   return y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
 }
 
-function daysInMonth(year: number, month: number): number {
+/** Days in a month (1-12) of the proleptic Gregorian calendar. */
+export function daysInMonth(year: number, month: number): number {
   return month === 2 ? (isLeapYear(year) ? 29 : 28) : (MONTH_DAYS[month - 1] as number);
 }
 

@@ -4,6 +4,7 @@
  * creation instants). Each gives exactly what `toISOString` / `Date.parse` give.
  */
 import { ValidationError } from '../errors.js';
+import { daysInMonth } from './calendar.js';
 
 // The last few formatted instants (ms -> ISO string), replaced in turn.
 const ISO_SLOTS = 4;
@@ -149,10 +150,7 @@ export function instantParam(name: string, iso: unknown): number {
 
 /** Whether the text's leading `YYYY-MM-DD` names a day of the calendar (`Date.parse` rolls 2026-02-30 over into March). */
 function calendarDate(iso: string): boolean {
-  const year = Number(iso.slice(0, 4));
   const month = Number(iso.slice(5, 7));
   const day = Number(iso.slice(8, 10));
-  const d = new Date(0);
-  d.setUTCFullYear(year, month - 1, day);
-  return d.getUTCMonth() === month - 1 && d.getUTCDate() === day;
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(Number(iso.slice(0, 4)), month);
 }
