@@ -73,3 +73,61 @@ describe('memory store atomicity with malformed commits', () => {
     expect((await store.loadUser('u'))?.version).toBe(2);
   });
 });
+
+describe('memory store idempotency records', () => {
+  // A record that names its commit's own row is kept as that row's place in the user's log (no string per
+  // record); any other record as text. Either way it reads back exactly as committed, also after rows were
+  // slotted in before it (a clock that went back), other users' commits, and a reset of the user.
+  it('reads back every record as committed, whatever rows and instants its commit had', async () => {
+    const { createMemoryStore } = await import('../src/memory.js');
+    const { sampleState } = await import('../src/testing/index.js');
+    const base = Date.parse('2026-03-01T00:00:00.000Z');
+    const commitArb = fc.record({
+      user: fc.constantFrom('a', 'b'),
+      // Minutes from the base: a later commit may be dated earlier (its rows slot in before later ones).
+      minute: fc.integer({ min: 0, max: 50 }),
+      // How the record relates to the commit's rows.
+      shape: fc.constantFrom('own-row', 'own-row-second', 'no-row', 'other-id', 'other-at', 'non-canonical-at', 'non-canonical-both', 'other-user'),
+      reset: fc.boolean(),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(commitArb, { minLength: 1, maxLength: 25 }), async (commits) => {
+        const store = createMemoryStore();
+        const versions = new Map<string, number>();
+        const model = new Map<string, { eventId: string; at: string }>();
+        let n = 0;
+        for (const c of commits) {
+          const version = versions.get(c.user) ?? 0;
+          if (c.reset && version > 0) {
+            // A reset erases the user's ledger and records (it keeps the user, at the next version).
+            await store.eraseUser({ userId: c.user, expectedVersion: version, counters: {}, reset: { state: sampleState(c.user), ledger: [], leaderboard: [] } });
+            versions.set(c.user, version + 1);
+            for (const k of [...model.keys()]) if (k.startsWith(`${c.user}|`)) model.delete(k);
+            continue;
+          }
+          const iso = new Date(base + c.minute * 60_000).toISOString();
+          // Both the row and the record at an instant in another form than the one the ledger gives back.
+          const at = c.shape === 'non-canonical-both' ? iso.replace('.000Z', 'Z') : iso;
+          const id = `e${n++}`;
+          const row = (rowId: string, rowAt: string) => ({ id: rowId, userId: c.user, kind: 'metric' as const, key: 'lessons', at: rowAt, delta: 1, total: 1, data: null });
+          const rows = c.shape === 'own-row-second' ? [row(`${id}-first`, at), row(id, at)] : c.shape === 'no-row' ? [] : [row(id, at)];
+          const record = {
+            userId: c.shape === 'other-user' ? `${c.user}-other` : c.user,
+            metricKey: 'lessons',
+            key: `k${n}`,
+            eventId: c.shape === 'other-id' ? `${id}-elsewhere` : id,
+            at: c.shape === 'other-at' ? new Date(base + c.minute * 60_000 + 1).toISOString() : c.shape === 'non-canonical-at' ? at.replace('.000Z', 'Z') : at,
+          };
+          await store.commit({ userId: c.user, expectedVersion: version, state: sampleState(c.user), ledger: rows, counters: {}, idempotency: record, leaderboard: [] });
+          versions.set(c.user, version + 1);
+          model.set(`${record.userId}|${record.key}`, { eventId: record.eventId, at: record.at });
+        }
+        for (const [k, want] of model) {
+          const [userId, key] = k.split('|') as [string, string];
+          expect(await store.getIdempotencyRecord(userId, 'lessons', key)).toEqual({ userId, metricKey: 'lessons', key, ...want });
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -319,7 +319,7 @@ export function applyCompletion(cfg: LaurelConfig, priorInput: UserState | null 
  * The user's state as of `now` without committing anything: streak maintenance and time grants applied
  * lazily, exactly as the next write would materialise them.
  */
-export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: Map<string, Award[]>; effects: Effects } {
+export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: ReadonlyMap<string, Award[]>; effects: Effects } {
   if (state === null || state === undefined) throw new ValidationError('viewState needs the state of an existing user', [{ path: ['state'], message: 'is required' }]);
   const step = begin(cfg, state, null, ctx);
   return { state: sealState(step), today: step.today, tz: step.tz, awards: step.awards, effects: step.effects };

@@ -175,7 +175,7 @@ export interface Reconciled {
   /** Achievements backdated or gained (keys, in the order their points were paid). */
   backdated: string[];
   /** Awards made, per points system (backdated ones are dated when they were earned). */
-  awards: Map<string, Award[]>;
+  awards: ReadonlyMap<string, Award[]>;
 }
 
 /**

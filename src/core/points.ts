@@ -8,7 +8,7 @@ import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.
 import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
 import { activeOn, hasUserBoosts, userBoostsIn } from './boosts.js';
 import { instantMs, isoOf } from './instants.js';
-import { copyRecord, createdAtOf, matchesFilter, own, ownPointsMetric, ownPointsTime, ownPointsTotal, record, userZone, type Step } from './step.js';
+import { awardList, copyRecord, createdAtOf, matchesFilter, own, ownPointsMetric, ownPointsTime, ownPointsTotal, record, userZone, type Step } from './step.js';
 import type { AdjustmentRow, AttributePair, Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
 
 const HOUR_MS = 3_600_000;
@@ -144,9 +144,7 @@ function book(step: Step, system: CompiledPointsSystem, trigger: PointsTriggerVi
     }
     ps.anchors = anchors;
   }
-  let list = step.awards.get(system.key);
-  if (!list) step.awards.set(system.key, (list = []));
-  list.push(made);
+  awardList(step, system.key).push(made);
   step.effects.ledger.push({ id: made.id, userId: step.state.user.id, kind: 'points', key: system.key, at: backdated ? step.nowIso : date, delta: awarded, total: ps.total, data: row });
 }
 

@@ -25,8 +25,8 @@ export interface Step {
   readonly nowIso: string;
   readonly newId: () => string;
   readonly effects: Effects;
-  /** Awards made in this call, per points system, in order. */
-  readonly awards: Map<string, Award[]>;
+  /** Awards made in this call, per points system, in order ({@link NO_AWARDS} until the first; see {@link awardList}). */
+  awards: ReadonlyMap<string, Award[]>;
   /** Achievements unlocked in this call, in unlock order. */
   readonly unlocked: CompiledAchievement[];
   /** Streak length before this call's lazy maintenance; used to see whether it changed. */
@@ -69,6 +69,20 @@ export function userZone(cfg: LaurelConfig, state: UserState): string {
   return state.user.tz ?? cfg.timeZone;
 }
 
+/** A call's awards before its first: one shared empty map, never written (most calls award nothing). */
+export const NO_AWARDS: ReadonlyMap<string, Award[]> = new Map();
+
+/** The call's list of awards in a points system, created (with the call's own map) on the first. */
+export function awardList(step: Step, systemKey: string): Award[] {
+  let list = step.awards.get(systemKey);
+  if (!list) {
+    const own = step.awards === NO_AWARDS ? new Map<string, Award[]>() : (step.awards as Map<string, Award[]>);
+    own.set(systemKey, (list = []));
+    step.awards = own;
+  }
+  return list;
+}
+
 /** Starts a call on `state` (already adopted, see {@link adoptState}); `fresh` when the state is new in this call. */
 export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId: () => string, fresh = false): Step {
   const tz = userZone(cfg, base);
@@ -86,7 +100,7 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
     nowIso: isoOf(now.getTime()),
     newId,
     effects: { ledger: [], leaderboard: [], counters: {}, idempotency: null, created: false },
-    awards: new Map(),
+    awards: NO_AWARDS,
     unlocked: [],
     streakLengthBefore: state.streak?.length ?? 0,
     streakExtended: false,

@@ -21,8 +21,16 @@ interface StoredUser {
   state: VersionedState['state'];
   version: number;
   /** The user's entry of the store's idempotency records (the same map), kept here to save a look-up per call. */
-  idem: Map<string, Map<string, string>> | undefined;
+  idem: Map<string, Map<string, IdemValue>> | undefined;
 }
+
+/**
+ * An idempotency record as kept: the position in the user's log (see {@link UserLedgers}) of the ledger row
+ * the commit wrote for the event, whose id and instant are the record's (what the core commits: the
+ * metric row of the event); else, for a record that names no row of its commit, `eventId NUL at`. A
+ * position is a small integer: no string is built and kept per record.
+ */
+type IdemValue = number | string;
 
 /**
  * One index: its entries in rank order, and per user the entry and the rank history, together, so that a
@@ -338,21 +346,22 @@ function joinedKey(kind: string, key: string): string {
 /** One tenant's store (the default tenant's too); `tenant` finds or makes the sibling partitions. */
 function partition(options: MemoryStoreOptions, tenant: (id: string) => MemoryStore): MemoryStore {
   const users = new Map<string, StoredUser>();
-  // user -> metric -> key -> `eventId NUL at`: one short string per record, grouped by user so that an
-  // erasure finds the user's records without scanning everyone's, and by metric so that a look-up builds no
-  // joined key string.
-  const idempotency = new Map<string, Map<string, Map<string, string>>>();
+  // user -> metric -> key -> the record (see IdemValue), grouped by user so that an erasure finds the user's
+  // records without scanning everyone's, and by metric so that a look-up builds no joined key string.
+  const idempotency = new Map<string, Map<string, Map<string, IdemValue>>>();
   // Change events, consumer cursors, marks and the due index (issue 15).
   const outbox = new MemoryOutbox();
   // user -> `kind NUL key` -> rows, and the user's log (see UserLedgers). Kinds and keys are the
   // configuration's own strings, so their hashes are cached.
   const ledgers = new Map<string, UserLedgers>();
   const ledgerKey = (kind: LedgerKind, key: string) => (kind === 'metric' ? key : joinedKey(kind, key));
-  const addRow = (row: LedgerRow, data: unknown): void => {
+  /** Stores a ledger row (`data` as kept); returns its position in the user's log. */
+  const addRow = (row: LedgerRow, data: unknown): number => {
     let mine = ledgers.get(row.userId);
     if (!mine) ledgers.set(row.userId, (mine = new UserLedgers()));
     mine.add(ledgerKey(row.kind, row.key), row, data);
     if (row.kind === 'operation' && (row.key === 'createBoost' || row.key === 'deleteBoost')) boostRow(row);
+    return mine.length - 1;
   };
   // Runtime boosts (Store.listBoosts): by id, each system's ids in code-unit order, each user's ids.
   const boostsById = new Map<string, BoostRecord>();
@@ -446,10 +455,14 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     return found ? { state: found.state, version: found.version } : null;
   };
   // A user's idempotency records: the stored user's `idem` (always idempotency.get(userId) for a stored user).
-  const idemOf = (userId: string, stored: StoredUser | undefined): Map<string, Map<string, string>> | undefined => (stored !== undefined ? stored.idem : idempotency.get(userId));
+  const idemOf = (userId: string, stored: StoredUser | undefined): Map<string, Map<string, IdemValue>> | undefined => (stored !== undefined ? stored.idem : idempotency.get(userId));
   const recordOf = (userId: string, metricKey: string, key: string): IdempotencyRecord | null => {
     const found = idemOf(userId, users.get(userId))?.get(metricKey)?.get(key);
     if (found === undefined) return null;
+    if (typeof found === 'number') {
+      const row = (ledgers.get(userId) as UserLedgers).row(found);
+      return { userId, metricKey, key, eventId: row.id, at: row.at };
+    }
     const nul = found.indexOf('\u0000');
     return { userId, metricKey, key, eventId: found.slice(0, nul), at: found.slice(nul + 1) };
   };
@@ -490,18 +503,27 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
       stored.state = c.state;
       stored.version = version;
     } else users.set(c.userId, (stored = { state: c.state, version, idem: idempotency.get(c.userId) }));
-    if (c.idempotency) {
-      const owner = c.idempotency.userId === c.userId ? stored : users.get(c.idempotency.userId);
-      let mine = idemOf(c.idempotency.userId, owner);
+    const idem = c.idempotency;
+    // The record kept as the position of the commit's row for the event when there is one (see IdemValue):
+    // the user's own row with the record's id and instant, that instant in the form the ledger gives back.
+    const own = idem !== null && idem.userId === c.userId && isoOf(instantMs(idem.at)) === idem.at;
+    let value: IdemValue | undefined;
+    for (let i = 0; i < c.ledger.length; i++) {
+      const row = c.ledger[i] as LedgerRow;
+      const at = addRow(row, prepared.data[i]);
+      if (own && value === undefined && row.id === idem.eventId && row.at === idem.at && row.userId === c.userId) value = at;
+    }
+    if (idem) {
+      const owner = idem.userId === c.userId ? stored : users.get(idem.userId);
+      let mine = idemOf(idem.userId, owner);
       if (!mine) {
-        idempotency.set(c.idempotency.userId, (mine = new Map()));
+        idempotency.set(idem.userId, (mine = new Map()));
         if (owner) owner.idem = mine;
       }
-      let keys = mine.get(c.idempotency.metricKey);
-      if (!keys) mine.set(c.idempotency.metricKey, (keys = new Map()));
-      keys.set(c.idempotency.key, `${c.idempotency.eventId}\u0000${c.idempotency.at}`);
+      let keys = mine.get(idem.metricKey);
+      if (!keys) mine.set(idem.metricKey, (keys = new Map()));
+      keys.set(idem.key, value ?? `${idem.eventId}\u0000${idem.at}`);
     }
-    for (let i = 0; i < c.ledger.length; i++) addRow(c.ledger[i] as LedgerRow, prepared.data[i]);
     for (const name of Object.keys(c.counters)) counters.set(name, (counters.get(name) ?? 0) + (c.counters[name] as number));
     const ranks = writeEntries(c.leaderboard, prepared.ms);
     if (c.changes && c.changes.length > 0) outbox.appendCommit(c.changes, ranks, c.userId);
