@@ -277,6 +277,32 @@ describe('createWebhookRelay against a loopback receiver', () => {
     expect(outcomes[0]!.ms).toBeGreaterThanOrEqual(190);
   });
 
+  it('reads a large answer to its end keeping only its start: a 1 GiB error body costs no more than its first bytes', async () => {
+    const s = setup();
+    await record(s, 'u1');
+    // 1 GiB of answer, the same 1 MiB chunk 1,024 times (a text of it would pass the longest string V8 makes).
+    const chunk = new Uint8Array(2 ** 20).fill(0x78);
+    let sent = 0;
+    const fetch = (async () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          pull(controller) {
+            if (sent++ < 1024) controller.enqueue(chunk);
+            else controller.close();
+          },
+        }),
+        { status: 500 },
+      )) as unknown as typeof globalThis.fetch;
+    const outcomes: DeliveryRecord[] = [];
+    const heapBefore = process.memoryUsage().heapUsed;
+    relay(s, { url: 'https://hooks.example.com/laurel', fetch, timeoutMs: 60_000, onDelivery: (r) => outcomes.push(r) });
+    await until(() => outcomes.length >= 1, 'an outcome', 60_000);
+    // Read to its end (every chunk pulled), its first 200 characters named in the failure.
+    expect(sent).toBe(1025);
+    expect(outcomes[0]).toMatchObject({ ok: false, status: 500, error: `HTTP 500: ${'x'.repeat(200)}`, attempt: 1 });
+    expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(64 * 2 ** 20);
+  }, 90_000);
+
   it('sends the extra headers through an injected fetch', async () => {
     const s = setup();
     await record(s, 'u1');

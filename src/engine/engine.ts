@@ -393,11 +393,15 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
   };
   // Ids become keys in every store: the engine checks each one, so a bad id source fails the call typed, the
   // same way on every store, instead of being stored by one and refused by another.
-  const checkedId = (): string => {
-    const id = newId();
-    validateText(id, ['newId()'], 255, { nonEmpty: true });
-    return id;
-  };
+  // The default source, `randomUUID`, always makes a valid id: only a caller's own source is checked.
+  const checkedId =
+    options.newId == null
+      ? newId
+      : (): string => {
+          const id = newId();
+          validateText(id, ['newId()'], 255, { nonEmpty: true });
+          return id;
+        };
   const context = (): CoreContext => ({ now: now(), newId: checkedId });
 
   /** Runs `attempt` under the user's lock on what `load` reads (default: the user's state), retrying on conflicts. */

@@ -118,6 +118,38 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const RESERVED = new Set(['content-type', 'laurel-signature', 'laurel-event-id', 'laurel-event-type', 'laurel-event-at', 'laurel-delivery-attempt', 'tenant-id']);
 const KNOWN_TYPES = new Set<string>(CHANGE_TYPES);
 
+/** How much of a receiver's answer the relay keeps (the start of its text names a failure; see {@link answerStart}). */
+const ANSWER_KEPT_BYTES = 1024;
+
+/**
+ * Reads an answer's body to its end (which frees the connection) and returns the text of its first
+ * {@link ANSWER_KEPT_BYTES} bytes: the rest is read and dropped, so a receiver that answers with a large or
+ * endless body (bounded by the timeout) costs the relay no more memory than that.
+ */
+async function answerStart(res: Response): Promise<string> {
+  const body = res.body;
+  // An injected fetch may answer with something less than a whole Response: then its text, as it gives it.
+  if (body === null || body === undefined || typeof body.getReader !== 'function') return typeof res.text === 'function' ? (await res.text()).slice(0, ANSWER_KEPT_BYTES) : '';
+  const reader = body.getReader();
+  const kept = new Uint8Array(ANSWER_KEPT_BYTES);
+  let n = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (n < kept.length && value instanceof Uint8Array) {
+        const take = Math.min(kept.length - n, value.byteLength);
+        kept.set(value.subarray(0, take), n);
+        n += take;
+      }
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  // A character cut at the end of the kept bytes decodes as U+FFFD.
+  return new TextDecoder().decode(kept.subarray(0, n));
+}
+
 /** The bytes of a body given as text or bytes. */
 function bytesOf(body: string | Uint8Array, name: string): Buffer {
   if (typeof body === 'string') return Buffer.from(body, 'utf8');
@@ -300,7 +332,7 @@ export function createWebhookRelay(engine: WebhookRelayEngine, options: WebhookR
       const res = await fetchImpl(target, { method: 'POST', headers, body, signal: controller.signal, redirect: 'manual' });
       // Read the answer (it frees the connection), within the same timeout: an answer whose body has not
       // ended by then counts as failed, whatever its status (as `timeoutMs` says).
-      const text = await res.text().catch(() => '');
+      const text = await answerStart(res).catch(() => '');
       const ok = res.status >= 200 && res.status < 300 && !timedOut;
       outcome = { ok, status: res.status, error: timedOut ? describe(null, true, timeoutMs) : ok ? null : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}` };
     } catch (error) {
