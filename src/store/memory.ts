@@ -273,9 +273,39 @@ function eventCursorOf(before: string | undefined): { ms: number; ord: number; k
 function packData(data: LedgerRow['data']): unknown {
   if (data === null || data === undefined) return null;
   const award = data as { trigger?: unknown; type?: unknown; boosts?: unknown };
-  if (typeof award.trigger === 'string' && typeof award.type === 'string' && award.boosts === undefined && Object.keys(data).length === 2) return `${award.type}|${award.trigger}`;
+  if (typeof award.trigger === 'string' && typeof award.type === 'string' && award.boosts === undefined && Object.keys(data).length === 2) return packedAward(award.type, award.trigger);
   return frozenJsonCopy(data);
 }
+
+/**
+ * Strings `a SEP b` made once per (a, b) and shared: for pairs that come from configurations (ledger kinds and
+ * keys, award types and trigger ids), so a row refers to one string instead of building its own. A string
+ * joined per use would be hashed anew each time, and a concatenation of more than a dozen characters is a
+ * tree of strings in V8 (a trigger id that is a UUID makes one) that whatever keeps it keeps whole. Bounded:
+ * past 10 000 pairs (only a caller inventing keys without end gets there), joined per use.
+ */
+class JoinedNames {
+  private readonly byFirst = new Map<string, Map<string, string>>();
+  private count = 0;
+  constructor(private readonly sep: string) {}
+
+  of(a: string, b: string): string {
+    let byB = this.byFirst.get(a);
+    const hit = byB?.get(b);
+    if (hit !== undefined) return hit;
+    const made = `${a}${this.sep}${b}`;
+    if (this.count < 10_000) {
+      if (byB === undefined) this.byFirst.set(a, (byB = new Map()));
+      byB.set(b, made);
+      this.count++;
+    }
+    return made;
+  }
+}
+
+// Packed awards (`type|trigger id`, see packData): every row of a trigger keeps the same string.
+const packedAwards = new JoinedNames('|');
+const packedAward = (type: string, trigger: string): string => packedAwards.of(type, trigger);
 
 function unpackData(packed: unknown): LedgerRow['data'] {
   if (typeof packed !== 'string') return packed as LedgerRow['data'];
@@ -327,21 +357,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 }
 
 // `kind NUL key` per (kind, key), made once: the keys are the configuration's (points systems, streak, ...),
-// and a string joined on every row would be hashed anew each time. Bounded: past the bound, joined per call.
-const joinedKeys = new Map<string, Map<string, string>>();
-let joinedCount = 0;
-function joinedKey(kind: string, key: string): string {
-  let byKey = joinedKeys.get(kind);
-  const joined = byKey?.get(key);
-  if (joined !== undefined) return joined;
-  const made = `${kind}\u0000${key}`;
-  if (joinedCount < 10_000) {
-    if (byKey === undefined) joinedKeys.set(kind, (byKey = new Map()));
-    byKey.set(key, made);
-    joinedCount++;
-  }
-  return made;
-}
+// and a string joined on every row would be hashed anew each time.
+const joinedKeys = new JoinedNames('\u0000');
+const joinedKey = (kind: string, key: string): string => joinedKeys.of(kind, key);
 
 /** One tenant's store (the default tenant's too); `tenant` finds or makes the sibling partitions. */
 function partition(options: MemoryStoreOptions, tenant: (id: string) => MemoryStore): MemoryStore {
