@@ -87,7 +87,7 @@ describe('memory store idempotency records', () => {
       // Minutes from the base: a later commit may be dated earlier (its rows slot in before later ones).
       minute: fc.integer({ min: 0, max: 50 }),
       // How the record relates to the commit's rows.
-      shape: fc.constantFrom('own-row', 'own-row-second', 'no-row', 'other-id', 'other-at', 'non-canonical-at', 'non-canonical-both', 'other-user'),
+      shape: fc.constantFrom('own-row', 'own-row-second', 'no-row', 'other-id', 'other-at', 'non-canonical-at', 'non-canonical-both', 'not-an-instant', 'other-user'),
       reset: fc.boolean(),
     });
     await fc.assert(
@@ -116,7 +116,7 @@ describe('memory store idempotency records', () => {
             metricKey: 'lessons',
             key: `k${n}`,
             eventId: c.shape === 'other-id' ? `${id}-elsewhere` : id,
-            at: c.shape === 'other-at' ? new Date(base + c.minute * 60_000 + 1).toISOString() : c.shape === 'non-canonical-at' ? at.replace('.000Z', 'Z') : at,
+            at: c.shape === 'other-at' ? new Date(base + c.minute * 60_000 + 1).toISOString() : c.shape === 'non-canonical-at' ? at.replace('.000Z', 'Z') : c.shape === 'not-an-instant' ? 'not an instant' : at,
           };
           await store.commit({ userId: c.user, expectedVersion: version, state: sampleState(c.user), ledger: rows, counters: {}, idempotency: record, leaderboard: [] });
           versions.set(c.user, version + 1);

@@ -330,3 +330,22 @@ describe('reads', () => {
     expect(system.triggers).toHaveLength(5);
   });
 });
+
+describe('awards handed out by the core', () => {
+  it('a result that awarded nothing hands out a map of its own: writing to it changes no later call', async () => {
+    const { applyEvent, viewState } = await import('../src/index.js');
+    const cfg = defineConfig({ metrics: [{ key: 'lessons', name: 'Lessons' }], pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'per-lesson', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 }] }] });
+    const ctx = (n: number) => ({ now: new Date('2026-01-05T10:00:00Z'), newId: () => `id-${n}-${Math.random()}` });
+    const { state } = applyEvent(cfg, null, { metricKey: 'lessons', user: { id: 'a' }, value: 0 }, ctx(1));
+    const view = viewState(cfg, state, ctx(2));
+    expect(view.awards.size).toBe(0);
+    // The caller's map: theirs to change.
+    view.awards.set('xp', []);
+    const b = applyEvent(cfg, null, { metricKey: 'lessons', user: { id: 'b' }, value: 1 }, ctx(3));
+    const c = applyEvent(cfg, null, { metricKey: 'lessons', user: { id: 'c' }, value: 1 }, ctx(4));
+    expect(b.response.points.xp?.added).toBe(10);
+    expect(c.response.points.xp?.added).toBe(10);
+    expect(c.response.points.xp?.awards).toHaveLength(1);
+    expect(viewState(cfg, c.state, ctx(5)).awards.size).toBe(0);
+  });
+});

@@ -303,6 +303,27 @@ describe('createWebhookRelay against a loopback receiver', () => {
     expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(64 * 2 ** 20);
   }, 90_000);
 
+  it('reads an answer body that is a Node stream (as node-fetch gives) or holds chunks of another realm the same way', async () => {
+    const { Readable } = await import('node:stream');
+    const { runInNewContext } = await import('node:vm');
+    const s = setup();
+    await record(s, 'u1');
+    // First a chunk made in another context (not this realm's Uint8Array), then 256 MiB of Buffers.
+    const foreign = runInNewContext('new Uint8Array([98, 111, 111, 109, 33])') as Uint8Array;
+    const chunk = Buffer.alloc(2 ** 20, 0x79);
+    let sent = 0;
+    async function* answer() {
+      yield foreign;
+      for (; sent < 256; sent++) yield chunk;
+    }
+    const fetch = (async () => ({ status: 503, body: Readable.from(answer()) })) as unknown as typeof globalThis.fetch;
+    const outcomes: DeliveryRecord[] = [];
+    relay(s, { url: 'https://hooks.example.com/laurel', fetch, timeoutMs: 60_000, onDelivery: (r) => outcomes.push(r) });
+    await until(() => outcomes.length >= 1, 'an outcome', 60_000);
+    expect(sent).toBe(256);
+    expect(outcomes[0]).toMatchObject({ ok: false, status: 503, error: `HTTP 503: boom!${'y'.repeat(195)}`, attempt: 1 });
+  }, 90_000);
+
   it('sends the extra headers through an injected fetch', async () => {
     const s = setup();
     await record(s, 'u1');

@@ -19,7 +19,7 @@ import {
   levelFor,
   pointsState,
 } from './points.js';
-import { adoptState, createStep, own, ownRecord, record, refreshZone, sealState, stateRecord, type Step } from './step.js';
+import { adoptState, awardsOut, createStep, own, ownRecord, record, refreshZone, sealState, stateRecord, type Step } from './step.js';
 import { alignRules } from './rules.js';
 import { advanceStreak, eventStreak, recordStreakProgress, streakView } from './streaks.js';
 import type {
@@ -319,10 +319,10 @@ export function applyCompletion(cfg: LaurelConfig, priorInput: UserState | null 
  * The user's state as of `now` without committing anything: streak maintenance and time grants applied
  * lazily, exactly as the next write would materialise them.
  */
-export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: ReadonlyMap<string, Award[]>; effects: Effects } {
+export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: Map<string, Award[]>; effects: Effects } {
   if (state === null || state === undefined) throw new ValidationError('viewState needs the state of an existing user', [{ path: ['state'], message: 'is required' }]);
   const step = begin(cfg, state, null, ctx);
-  return { state: sealState(step), today: step.today, tz: step.tz, awards: step.awards, effects: step.effects };
+  return { state: sealState(step), today: step.today, tz: step.tz, awards: awardsOut(step), effects: step.effects };
 }
 
 export { levelFor, pointsState };

@@ -19,7 +19,7 @@ import { refillYearlyChanges } from './wrapped.js';
 import { award, isAdjustment, pointsState } from './points.js';
 import { alignRules, ruleParts } from './rules.js';
 import { attributesMoved, pushAttributeTotals } from './totals.js';
-import { adoptState, createStep, localDateIn, matchesFilter, own, ownPoints, ownRecord, sealState, type Step } from './step.js';
+import { adoptState, awardsOut, createStep, localDateIn, matchesFilter, own, ownPoints, ownRecord, sealState, type Step } from './step.js';
 import type {
   AdjustmentRow,
   Award,
@@ -175,7 +175,7 @@ export interface Reconciled {
   /** Achievements backdated or gained (keys, in the order their points were paid). */
   backdated: string[];
   /** Awards made, per points system (backdated ones are dated when they were earned). */
-  awards: ReadonlyMap<string, Award[]>;
+  awards: Map<string, Award[]>;
 }
 
 /**
@@ -201,7 +201,7 @@ export function reconcileUser(cfg: LaurelConfig, prior: UserState, rows: readonl
     updateLeaderboards(step, null, 0);
   }
   refillYearlyChanges(step, rows);
-  return { state: sealState(step), effects: step.effects, backdated, awards: step.awards };
+  return { state: sealState(step), effects: step.effects, backdated, awards: awardsOut(step) };
 }
 
 /** The streak of the rebuilt state, with its history rows (only periods whose row differs are written). */
@@ -317,7 +317,7 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
   alignRules(step);
   const userId = before.user.id;
   const take = policy === 'retroactive';
-  if (!target) return { state: sealState(step), effects: step.effects, backdated: [], awards: step.awards, diff: diffOf(cfg, before, step.state, [], [], 0, 0, 0) };
+  if (!target) return { state: sealState(step), effects: step.effects, backdated: [], awards: awardsOut(step), diff: diffOf(cfg, before, step.state, [], [], 0, 0, 0) };
 
   // The user record as the history gives it: an upsert sent with an event refused now is refused with it.
   if (take) step.state.user = target.user;
@@ -493,7 +493,7 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
   step.state.rules = cfg.rules.all;
   refillYearlyChanges(step, rows);
   const state = sealState(step);
-  return { state, effects: step.effects, backdated: gained, awards: step.awards, diff: diffOf(cfg, before, state, gained, lost, reversed, added, take ? rebuilt.rejected.filter((r) => r.kind === 'metric').length : 0) };
+  return { state, effects: step.effects, backdated: gained, awards: awardsOut(step), diff: diffOf(cfg, before, state, gained, lost, reversed, added, take ? rebuilt.rejected.filter((r) => r.kind === 'metric').length : 0) };
 }
 
 function diffOf(cfg: LaurelConfig, before: UserState, after: UserState, gained: string[], lost: string[], reversed: number, added: number, rejected: number): ReplayDiff {

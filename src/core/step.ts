@@ -83,6 +83,11 @@ export function awardList(step: Step, systemKey: string): Award[] {
   return list;
 }
 
+/** The call's awards as a result hands them out: its own map, a new empty one when it awarded nothing. */
+export function awardsOut(step: Step): Map<string, Award[]> {
+  return step.awards === NO_AWARDS ? new Map() : (step.awards as Map<string, Award[]>);
+}
+
 /** Starts a call on `state` (already adopted, see {@link adoptState}); `fresh` when the state is new in this call. */
 export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId: () => string, fresh = false): Step {
   const tz = userZone(cfg, base);

@@ -678,7 +678,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
    * The user's state brought in line with the configuration's rules when it was counted under earlier ones
    * (reading the ledger; see core/evolve.ts), with the effects that brings, to commit with the call's own.
    */
-  async function current(state: UserState, ctx: CoreContext): Promise<{ state: UserState; effects: Effects | null; awards: ReadonlyMap<string, Award[]> | null }> {
+  async function current(state: UserState, ctx: CoreContext): Promise<{ state: UserState; effects: Effects | null; awards: Map<string, Award[]> | null }> {
     if (!needsReconcile(config, state)) return { state, effects: null, awards: null };
     const r = await reconcileFromStore(config, store, state, ctx);
     return { state: r.state, effects: r.effects, awards: r.awards };

@@ -124,27 +124,38 @@ const ANSWER_KEPT_BYTES = 1024;
 /**
  * Reads an answer's body to its end (which frees the connection) and returns the text of its first
  * {@link ANSWER_KEPT_BYTES} bytes: the rest is read and dropped, so a receiver that answers with a large or
- * endless body (bounded by the timeout) costs the relay no more memory than that.
+ * endless body (bounded by the timeout) costs the relay no more memory than that. The body may be a web
+ * stream (the global fetch's) or an async iterable of chunks (a Node stream, as node-fetch gives); an answer
+ * with neither gives its text, as an injected fetch makes it.
  */
 async function answerStart(res: Response): Promise<string> {
-  const body = res.body;
-  // An injected fetch may answer with something less than a whole Response: then its text, as it gives it.
-  if (body === null || body === undefined || typeof body.getReader !== 'function') return typeof res.text === 'function' ? (await res.text()).slice(0, ANSWER_KEPT_BYTES) : '';
-  const reader = body.getReader();
   const kept = new Uint8Array(ANSWER_KEPT_BYTES);
   let n = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (n < kept.length && value instanceof Uint8Array) {
-        const take = Math.min(kept.length - n, value.byteLength);
-        kept.set(value.subarray(0, take), n);
-        n += take;
+  const keep = (chunk: unknown) => {
+    if (n >= kept.length) return;
+    // Bytes of any realm (a Buffer, another context's Uint8Array), or text.
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : ArrayBuffer.isView(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : null;
+    if (bytes === null) return;
+    const take = Math.min(kept.length - n, bytes.byteLength);
+    kept.set(bytes.subarray(0, take), n);
+    n += take;
+  };
+  const body = res.body as unknown;
+  if (body !== null && typeof body === 'object' && typeof (body as ReadableStream).getReader === 'function') {
+    const reader = (body as ReadableStream<unknown>).getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        keep(value);
       }
+    } finally {
+      reader.releaseLock();
     }
-  } finally {
-    reader.releaseLock();
+  } else if (body !== null && typeof body === 'object' && typeof (body as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function') {
+    for await (const chunk of body as AsyncIterable<unknown>) keep(chunk);
+  } else if (typeof res.text === 'function') {
+    keep(await res.text());
   }
   // A character cut at the end of the kept bytes decodes as U+FFFD.
   return new TextDecoder().decode(kept.subarray(0, n));

@@ -109,7 +109,7 @@ export interface WrappedContext {
   store: Store;
   now: () => Date;
   /** The user's state brought up to now (as every read: nothing committed). @throws NotFoundError */
-  load: (userId: string) => Promise<{ state: UserState; awards: ReadonlyMap<string, Award[]>; effects: Effects }>;
+  load: (userId: string) => Promise<{ state: UserState; awards: Map<string, Award[]>; effects: Effects }>;
   /** The engine's view of a user record (as `getUser` answers it). */
   view: (state: UserState) => UserRecord & { control: boolean };
 }

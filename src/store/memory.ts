@@ -278,6 +278,17 @@ function packData(data: LedgerRow['data']): unknown {
 }
 
 /**
+ * Whether `at` is an instant in the form a ledger row gives it back (`toISOString`'s; a row keeps its instant
+ * as a number): only then can a row's position stand for an idempotency record. Anything else, an instant in
+ * another form or no instant at all, is false.
+ */
+function asRowGivesBack(at: unknown): boolean {
+  if (typeof at !== 'string') return false;
+  const ms = instantMs(at);
+  return Number.isFinite(ms) && isoOf(ms) === at;
+}
+
+/**
  * Strings `a SEP b` made once per (a, b) and shared: for pairs that come from configurations (ledger kinds and
  * keys, award types and trigger ids), so a row refers to one string instead of building its own. A string
  * joined per use would be hashed anew each time, and a concatenation of more than a dozen characters is a
@@ -515,16 +526,17 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
 
   const apply = (c: Commit, prepared: Prepared): CommitResult => {
     const version = c.expectedVersion + 1;
+    const idem = c.idempotency;
+    // The record kept as the position of the commit's row for the event when there is one (see IdemValue):
+    // the user's own row with the record's id and instant, that instant in the form the ledger gives back.
+    // Decided before the first change (it throws nothing, whatever the record holds).
+    const own = idem !== null && idem.userId === c.userId && asRowGivesBack(idem.at);
     // A stored user's record is never handed out (a read builds its own VersionedState): updated in place.
     let stored = users.get(c.userId);
     if (stored) {
       stored.state = c.state;
       stored.version = version;
     } else users.set(c.userId, (stored = { state: c.state, version, idem: idempotency.get(c.userId) }));
-    const idem = c.idempotency;
-    // The record kept as the position of the commit's row for the event when there is one (see IdemValue):
-    // the user's own row with the record's id and instant, that instant in the form the ledger gives back.
-    const own = idem !== null && idem.userId === c.userId && isoOf(instantMs(idem.at)) === idem.at;
     let value: IdemValue | undefined;
     for (let i = 0; i < c.ledger.length; i++) {
       const row = c.ledger[i] as LedgerRow;
