@@ -8,6 +8,7 @@ import { createEngine, defineConfig, isLaurelErrorCode, type StoredChange } from
 import { sequentialIds } from '../src/testing/index.js';
 import { allChanges } from './helpers.js';
 import { freshStore, onEachStore, setupOn } from './stores.js';
+import { setupWith } from './helpers.js';
 
 const config = defineConfig({
   metrics: [{ key: 'lessons', name: 'Lessons' }],
@@ -76,6 +77,38 @@ onEachStore('consuming change events', (kind) => {
     await until(() => points.length >= 5);
     await other.stop();
     expect(points.every((e) => e.type === 'points.changed')).toBe(true);
+  });
+
+  it('stop() waits for a lease renewal still on its way: the released lease is free for the next subscriber', async () => {
+    const store = await freshStore(kind);
+    // Renewals (claims made while the handler runs) reach the store 300 ms late.
+    let slow = false;
+    const claim = store.claimConsumer.bind(store);
+    store.claimConsumer = async (lease) => {
+      if (slow) await new Promise((r) => setTimeout(r, 300));
+      return claim(lease);
+    };
+    const { engine, now } = setupWith(store, config);
+    await engine.recordEvent('lessons', { user: { id: 'u1' }, value: 1 });
+    let handled = false;
+    const sub = engine.subscribe(
+      'c1',
+      async () => {
+        slow = true;
+        // Long enough for renewals (every 50 ms with a 150 ms lease) to be on their way when it ends.
+        await new Promise((r) => setTimeout(r, 120));
+        handled = true;
+        void sub.stop();
+      },
+      { pollMs: 5, leaseMs: 150 },
+    );
+    await until(() => handled);
+    await sub.stop();
+    slow = false;
+    // Any renewal made before the stop has landed by now.
+    await new Promise((r) => setTimeout(r, 400));
+    // The clock stands still: a lease taken again by the stopped subscriber would still hold.
+    expect(await store.claimConsumer({ consumer: 'c1', owner: 'next', now: now().toISOString(), leaseMs: 150 })).not.toBeNull();
   });
 
   it('two processes under one consumer name never hold a batch at once, and together deliver every event', { timeout: 60_000 }, async () => {

@@ -247,14 +247,23 @@ export function changesApi(deps: ChangesDeps) {
               if (page.events.length > 0 || page.next !== lease.cursor) {
                 const events = types ? page.events.filter((e) => types.has(e.type)) : page.events;
                 if (events.length > 0) {
-                  // Keep the lease while the handler runs.
+                  // Keep the lease while the handler runs, one renewal at a time. A renewal still on its way
+                  // when the handler ends is waited for: landing after the release at a stop, it would take
+                  // the lease again and hold it from the other subscribers until it ran out.
+                  let renewing: Promise<void> | null = null;
                   const renew = setInterval(() => {
-                    outbox.claimConsumer({ consumer, owner, now: nowIso(), leaseMs }).catch(report);
+                    renewing ??= outbox
+                      .claimConsumer({ consumer, owner, now: nowIso(), leaseMs })
+                      .then(() => undefined, report)
+                      .finally(() => {
+                        renewing = null;
+                      });
                   }, Math.max(50, Math.floor(leaseMs / 3)));
                   try {
                     await handler(events);
                   } finally {
                     clearInterval(renew);
+                    if (renewing) await renewing;
                   }
                 }
                 if (!(await outbox.advanceConsumer({ consumer, owner, cursor: page.next, now: nowIso(), leaseMs }))) continue;
