@@ -4,7 +4,7 @@
  * subscribe under one name never hold a batch at the same time; `stop()` ends cleanly. Memory and PostgreSQL.
  */
 import { expect, it } from 'vitest';
-import { createEngine, defineConfig, isLaurelErrorCode, type StoredChange } from '../src/index.js';
+import { createEngine, defineConfig, isLaurelErrorCode, type Store, type StoredChange } from '../src/index.js';
 import { sequentialIds } from '../src/testing/index.js';
 import { allChanges } from './helpers.js';
 import { freshStore, onEachStore, setupOn } from './stores.js';
@@ -79,11 +79,17 @@ onEachStore('consuming change events', (kind) => {
     expect(points.every((e) => e.type === 'points.changed')).toBe(true);
   });
 
+  /** The store's outbox operations (both stores here have them). */
+  const outboxOf = (store: Store) => {
+    if (!store.claimConsumer) throw new Error('the store keeps no outbox');
+    return store as Store & Required<Pick<Store, 'claimConsumer'>>;
+  };
+
   it('stop() waits for a lease renewal still on its way: the released lease is free for the next subscriber', async () => {
     const store = await freshStore(kind);
     // Renewals (claims made while the handler runs) reach the store 300 ms late.
     let slow = false;
-    const claim = store.claimConsumer.bind(store);
+    const claim = outboxOf(store).claimConsumer.bind(store);
     store.claimConsumer = async (lease) => {
       if (slow) await new Promise((r) => setTimeout(r, 300));
       return claim(lease);
@@ -108,7 +114,7 @@ onEachStore('consuming change events', (kind) => {
     // Any renewal made before the stop has landed by now.
     await new Promise((r) => setTimeout(r, 400));
     // The clock stands still: a lease taken again by the stopped subscriber would still hold.
-    expect(await store.claimConsumer({ consumer: 'c1', owner: 'next', now: now().toISOString(), leaseMs: 150 })).not.toBeNull();
+    expect(await outboxOf(store).claimConsumer({ consumer: 'c1', owner: 'next', now: now().toISOString(), leaseMs: 150 })).not.toBeNull();
   });
 
   it('two processes under one consumer name never hold a batch at once, and together deliver every event', { timeout: 60_000 }, async () => {
