@@ -133,8 +133,9 @@ async function answerStart(res: Response): Promise<string> {
   let n = 0;
   const keep = (chunk: unknown) => {
     if (n >= kept.length) return;
-    // Bytes of any realm (a Buffer, another context's Uint8Array), or text.
-    const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : ArrayBuffer.isView(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : null;
+    // Bytes of any realm (a Buffer, another context's Uint8Array), or text: only as many characters as
+    // bytes are still wanted are encoded (each is at least one byte), not a whole answer's text.
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk.slice(0, kept.length - n), 'utf8') : ArrayBuffer.isView(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : null;
     if (bytes === null) return;
     const take = Math.min(kept.length - n, bytes.byteLength);
     kept.set(bytes.subarray(0, take), n);
