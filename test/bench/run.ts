@@ -51,6 +51,7 @@ const TARGETS = {
   memOne: { section: 'foundation', text: 'Memory store, 1 metric: recordEvent within 5x of the bare loop (Map total + Set of keys)', ratio: 'bare rate / recordEvent rate; ≤ 5' },
   memRich: { section: 'foundation', text: 'Memory store, rich config: recordEvent within 10x of the same bare loop', ratio: 'bare rate / recordEvent rate; ≤ 10' },
   pure: { section: 'pure', text: 'Pure applyEvent, rich config (states in a Map): within 5x of the bare loop', ratio: 'bare rate / applyEvent rate; ≤ 5' },
+  pureParts: { section: 'pure', text: 'Pure applyEvent, rich config: CPU per event without each feature group (where the time goes)', ratio: 'metrics-only applyEvent / bare loop (figures only)' },
   history: { section: 'history', text: 'Per-event cost flat in history: 100,000-event user / 10-event user ≤ 1.1', ratio: 'median cost ratio; ≤ 1.1' },
   idle: { section: 'idle', text: 'Per-event cost flat in idle time: one year idle / one hour idle ≤ 1.5 (hourly time trigger, no cap)', ratio: 'median cost ratio; ≤ 1.5' },
   pgRatio: { section: 'storage', text: 'PostgreSQL server, 1 process, 8 in flight: recordEvent within 2x of a bare upsert loop', ratio: 'bare rate / recordEvent rate; ≤ 2' },
@@ -179,7 +180,16 @@ function bareLoop(users: number) {
 // ---------------------------------------------------------------------------------------------------------
 // Configurations
 
-function richConfig(): LaurelConfig {
+/** The rich configuration's feature groups, which the pure section's breakdown leaves out one at a time. */
+type RichPart = 'boards' | 'achievements' | 'streak' | 'points';
+
+/**
+ * The rich configuration: 2 metrics, 50 achievements (10 on the streak), a daily streak with freezes, 3 points
+ * systems x about 10 triggers (metric triggers, a streak trigger, sign-up grants, an hourly energy refill) and
+ * 2 boards. `without` leaves feature groups out: the streak takes its achievements and trigger with it, and the
+ * points systems take the board ranked by points with them.
+ */
+function richConfig(without: ReadonlySet<RichPart> = new Set()): LaurelConfig {
   const achievements = Array.from({ length: 50 }, (_, i) =>
     i % 5 === 4
       ? { key: `s${i}`, name: `Streak ${i}`, trigger: 'streak' as const, streakLength: i + 1 }
@@ -187,20 +197,26 @@ function richConfig(): LaurelConfig {
   );
   const triggers = (n: number, key: string) =>
     Array.from({ length: n }, (_, i) => ({ key: `t${i}`, type: 'metric' as const, metricKey: i % 2 ? 'lessons' : 'words', metricThreshold: i + 1, points: 1 + i, ...(i % 4 === 0 ? { eventAttributes: { device: 'ios' } } : {}), id: `${key}-${i}` }));
+  const streak = !without.has('streak');
+  const points = !without.has('points');
   return defineConfig({
     metrics: [{ key: 'lessons', name: 'Lessons' }, { key: 'words', name: 'Words' }],
     attributes: [{ key: 'device', name: 'Device', type: 'event' }],
-    achievements,
-    streak: { frequency: 'daily', freezes: { initial: 1, max: 3, autoEarn: { everyDays: 7, amount: 1 } } },
-    pointsSystems: [
-      { key: 'xp', name: 'XP', triggers: triggers(10, 'xp'), levels: Array.from({ length: 10 }, (_, i) => ({ key: `l${i}`, name: `L${i}`, points: i * 100 })) },
-      { key: 'coins', name: 'Coins', triggers: [...triggers(8, 'coins'), { key: 'streak', type: 'streak', streakLengthThreshold: 3, points: 5 }, { key: 'signup', type: 'user_creation', points: 10 }] },
-      { key: 'energy', name: 'Energy', maxPoints: 10, triggers: [{ key: 'signup', type: 'user_creation', points: 10 }, { key: 'hourly-refill', type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }, ...triggers(8, 'energy').map((t) => ({ ...t, points: -1, metricThreshold: 1 }))] },
-    ],
-    leaderboards: [
-      { key: 'all', name: 'All', rankBy: 'metric', metricKey: 'lessons', start: '2020-01-01' },
-      { key: 'weekly', name: 'Weekly', rankBy: 'points', pointsSystemKey: 'xp', start: '2020-01-06', runUnit: 'day', runInterval: 7 },
-    ],
+    achievements: without.has('achievements') ? [] : achievements.filter((a) => streak || a.trigger !== 'streak'),
+    ...(streak ? { streak: { frequency: 'daily' as const, freezes: { initial: 1, max: 3, autoEarn: { everyDays: 7, amount: 1 } } } } : {}),
+    pointsSystems: points
+      ? [
+          { key: 'xp', name: 'XP', triggers: triggers(10, 'xp'), levels: Array.from({ length: 10 }, (_, i) => ({ key: `l${i}`, name: `L${i}`, points: i * 100 })) },
+          { key: 'coins', name: 'Coins', triggers: [...triggers(8, 'coins'), ...(streak ? [{ key: 'streak', type: 'streak' as const, streakLengthThreshold: 3, points: 5 }] : []), { key: 'signup', type: 'user_creation' as const, points: 10 }] },
+          { key: 'energy', name: 'Energy', maxPoints: 10, triggers: [{ key: 'signup', type: 'user_creation' as const, points: 10 }, { key: 'hourly-refill', type: 'time' as const, timeUnit: 'hour' as const, timeInterval: 1, points: 1 }, ...triggers(8, 'energy').map((t) => ({ ...t, points: -1, metricThreshold: 1 }))] },
+        ]
+      : [],
+    leaderboards: without.has('boards')
+      ? []
+      : [
+          { key: 'all', name: 'All', rankBy: 'metric' as const, metricKey: 'lessons', start: '2020-01-01' },
+          ...(points ? [{ key: 'weekly', name: 'Weekly', rankBy: 'points' as const, pointsSystemKey: 'xp', start: '2020-01-06', runUnit: 'day' as const, runInterval: 7 }] : []),
+        ],
   });
 }
 
@@ -301,6 +317,45 @@ async function pure() {
   const ratio = bare.cpu / pureR.cpu;
   console.log(`by the wall clock: ${x(bare.wall / pureR.wall, 1)}`);
   verdict('pure', `${fmt(pureR.cpu)} events/s vs bare ${fmt(bare.cpu)}/s (CPU time)`, x(ratio, 1), ratio <= 5);
+  await pureParts(bare);
+}
+
+/**
+ * Where the rich configuration's time goes in pure applyEvent: the CPU per event of the whole configuration and
+ * of the configuration without each feature group (its share is the difference), in alternating rounds, each
+ * workload with its own users' states, after the same warm-up as the pure section. A figure, not a target: it
+ * says how far the 5x target is from what each group costs on its own.
+ */
+async function pureParts(bare: Rates) {
+  const users = 1000;
+  const workload = (without: RichPart[]) => {
+    const config = richConfig(new Set(without));
+    const newId = sequentialIds();
+    const states = new Map<string, ReturnType<typeof applyEvent>['state']>();
+    let now = Date.parse('2026-01-05T00:00:00Z');
+    let i = 0;
+    const call = () => {
+      const n = i++;
+      now += 1000;
+      const e = { ...richEvent(n, users), idempotencyKey: `k${n}` };
+      states.set(e.user.id, applyEvent(config, states.get(e.user.id) ?? null, e, { now: new Date(now), newId }).state);
+    };
+    syncRatesOf(ROUNDS.warmRich, call);
+    return () => syncRatesOf(ROUNDS.rich, call);
+  };
+  const parts: [string, RichPart[]][] = [['the rich config', []], ['without boards', ['boards']], ['without achievements', ['achievements']], ['without the streak', ['streak']], ['without points systems', ['points']], ['metrics only', ['boards', 'achievements', 'streak', 'points']]];
+  const r = await alternate(5, Object.fromEntries(parts.map(([name, without]) => [name, workload(without)])));
+  const us = (name: string) => 1e6 / (r[name] as Rates).cpu;
+  const whole = us('the rich config');
+  const bareUs = 1e6 / bare.cpu;
+  console.log(`pure applyEvent, CPU per event (medians of 5 alternating rounds; the bare loop: ${fmt(bareUs, 2)} µs, so the 5x target is ${fmt(5 * bareUs, 1)} µs):`);
+  for (const [name] of parts) console.log(`  ${name.padEnd(24)} ${fmt(us(name), 2)} µs${name === 'the rich config' ? '' : ` (${name === 'metrics only' ? 'all groups' : 'the group'}: ${fmt(whole - us(name), 2)} µs)`}`);
+  verdict(
+    'pureParts',
+    `${fmt(whole, 1)} µs per event; points systems ${fmt(whole - us('without points systems'), 1)} µs (with the board on points), achievements ${fmt(whole - us('without achievements'), 1)}, streak ${fmt(whole - us('without the streak'), 1)}, boards ${fmt(whole - us('without boards'), 1)}, metrics only ${fmt(us('metrics only'), 1)} µs; the 5x target is ${fmt(5 * bareUs, 1)} µs`,
+    x(us('metrics only') / bareUs, 1),
+    null,
+  );
 }
 
 async function history() {
