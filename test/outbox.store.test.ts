@@ -5,13 +5,14 @@
  * outcomes. PostgreSQL only: commit order across concurrent transactions (the xid horizon), and the plans.
  */
 import { PGlite } from '@electric-sql/pglite';
+import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ChangeEvent, LeaderboardWrite, StoredChange } from '../src/core/types.js';
 import { isLaurelErrorCode } from '../src/errors.js';
 import { createEngine, defineConfig, withRankIndex, type RankIndex } from '../src/index.js';
 import { createMemoryStore, type MemoryStore } from '../src/memory.js';
-import { compactBoard, settleChanges } from '../src/store/outbox.js';
+import { compactBoard, compactPoints, settleChanges } from '../src/store/outbox.js';
 import { createPostgresStore, type PostgresClient } from '../src/postgres.js';
 import type { Commit, OutboxStore, RankChange, Store } from '../src/store/types.js';
 import { sampleState, sequentialIds } from '../src/testing/index.js';
@@ -618,6 +619,114 @@ describe('memory outbox: rank events as the engine makes them', () => {
       const lb = e.payload.leaderboard as { name: string; extra?: number };
       expect(lb.extra === 1).toBe(lb.name === 'Renamed');
     }
+  });
+});
+
+/** Every key of a value, nested, in order (an undefined value's key included). */
+const keysOf = (v: unknown): unknown => (typeof v === 'object' && v !== null ? Object.entries(v).map(([k, x]) => [k, keysOf(x)]) : typeof v);
+
+describe('memory outbox: points events', () => {
+  const config = defineConfig({
+    metrics: [{ key: 'lessons', name: 'Lessons' }],
+    pointsSystems: [
+      { key: 'xp', name: 'XP', description: 'Experience', triggers: [{ key: 'a', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 3 }, { key: 'b', type: 'metric', metricKey: 'lessons', metricThreshold: 2, points: 5 }], levels: [{ key: 'one', name: 'One', points: 10 }, { key: 'two', name: 'Two', points: 40 }], boosts: [{ key: 'double', name: 'Double', multiplier: 2, start: '2026-01-07', end: '2026-01-07' }] },
+      { key: 'energy', name: 'Energy', maxPoints: 5, triggers: [{ key: 'signup', type: 'user_creation', points: 5 }, { key: 'use', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: -1 }, { key: 'refill', type: 'time', timeUnit: 'hour', timeInterval: 1, points: 1 }] },
+    ],
+  });
+  /** Every event as committed (a structured clone at commit time: fields, values and key order). */
+  async function recorded(store: MemoryStore) {
+    const committed: Omit<ChangeEvent, 'rank'>[] = [];
+    const proxy = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === 'commit') return async (c: Commit) => (committed.push(...structuredClone(c.changes ?? [])), target.commit(c));
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    let now = Date.parse('2026-01-05T10:00:00Z');
+    const engine = createEngine({ config, store: proxy, clock: () => new Date(now), newId: sequentialIds() });
+    for (let i = 0; i < 80; i++) {
+      now += 53 * 60_000;
+      await engine.recordEvent('lessons', { user: { id: `u${i % 4}` }, value: 1 + (i % 3) });
+      // Spends that take a user below a level (a level change to the lower level, or to none) and grants.
+      if (i % 9 === 8) await engine.adjustPoints(`u${i % 4}`, 'xp', i % 2 ? -35 : 20, { reason: 'test' });
+    }
+    // A user who reaches the first level and drops below it again (a level change to none).
+    await engine.recordEvent('lessons', { user: { id: 'v' }, value: 1 });
+    await engine.adjustPoints('v', 'xp', 10);
+    await engine.adjustPoints('v', 'xp', -10);
+    return committed;
+  }
+
+  it('read back exactly as committed (field for field and in key order), most kept compactly', async () => {
+    const store = createMemoryStore();
+    const committed = await recorded(store);
+    const points = committed.filter((e) => e.type === 'points.changed');
+    const compact = points.filter((e) => compactPoints(e) !== undefined);
+    // Boosted awards (2026-01-07) are kept whole; level changes to a level and to none are kept compactly.
+    expect(compact.length).toBeGreaterThan(80);
+    expect(points.length - compact.length).toBeGreaterThan(5);
+    expect(compact.some((e) => (e.payload.points as { level?: unknown }).level === null)).toBe(true);
+    expect(compact.some((e) => typeof (e.payload.points as { level?: unknown }).level === 'object' && (e.payload.points as { level?: unknown }).level !== null)).toBe(true);
+    expect(compact.some((e) => (e.payload.points as { awards: unknown[] }).awards.length === 0)).toBe(true);
+    const read = (await readAll(store, undefined, 40)).events.map(({ position: _, ...e }) => e);
+    expect(read).toEqual(committed);
+    expect(read.map((e) => JSON.stringify(e))).toEqual(committed.map((e) => JSON.stringify(e)));
+    // Read again (the completed events are kept): the same.
+    expect((await readAll(store, undefined, 500)).events.map(({ position: _, ...e }) => JSON.stringify(e))).toEqual(committed.map((e) => JSON.stringify(e)));
+  });
+
+  it('keeps any other shape whole: random payloads read back as given', async () => {
+    const key = fc.constantFrom('id', 'key', 'name', 'description', 'badgeUrl', 'maxPoints', 'total', 'added', 'awards', 'level', 'extra', 'awarded', 'date', 'trigger', 'boosts', 'type', 'user', 'points');
+    const value = fc.oneof(fc.constant(null), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string({ maxLength: 4 }), fc.constant({ id: 'shared' }));
+    // Mostly the engine's shapes, sometimes with a key added, left out, or the order reversed.
+    const rarely = <T,>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | null> => fc.oneof({ arbitrary: fc.constant(null), weight: 6 }, { arbitrary: arb, weight: 1 });
+    const shaped = (keys: readonly string[], v: fc.Arbitrary<unknown>) =>
+      fc.tuple(fc.array(v, { minLength: keys.length, maxLength: keys.length }), rarely(fc.tuple(fc.nat(keys.length), key, value)), rarely(fc.nat(keys.length - 1)), rarely(fc.constant(true))).map(([values, added, dropped, swap]) => {
+        const entries: [string, unknown][] = keys.map((k, i) => [k, values[i]]);
+        if (dropped !== null && dropped < entries.length) entries.splice(dropped, 1);
+        if (added !== null) entries.splice(added[0], 0, [added[1], added[2]]);
+        if (swap !== null && entries.length > 1) entries.reverse();
+        return Object.fromEntries(entries);
+      });
+    const award = shaped(['id', 'awarded', 'date', 'total', 'trigger'], value);
+    const points = fc
+      .tuple(shaped(['id', 'key', 'name', 'description', 'badgeUrl', 'maxPoints', 'total', 'added', 'awards'], value), fc.array(award, { maxLength: 3 }), fc.option(value, { freq: 2 }))
+      .map(([p, awards, level]) => ('awards' in p ? Object.assign(p, { awards, ...(level === null ? {} : { level }) }) : p));
+    const payload = fc.tuple(shaped(['type', 'user', 'points'], value), points).map(([p, pts]) => ('points' in p ? Object.assign(p, { points: pts }) : p));
+    let compacted = 0;
+    let whole = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(payload, fc.boolean()), { minLength: 1, maxLength: 6 }), async (list) => {
+        const store = createMemoryStore();
+        const changes: ChangeEvent[] = list.map(([p, other], i) => ({ id: `e${i}`, type: other ? 'points.level_changed' : 'points.changed', userId: 'u1', at: at(i), payload: p as Record<string, unknown> }));
+        const given = structuredClone(changes);
+        for (const c of changes) if (compactPoints(c) === undefined) whole++;
+        else compacted++;
+        await store.commit(commitOf('u1', 0, { changes }));
+        const read = (await store.readChanges({ limit: 100 })).events.map(({ position: _, ...e }) => e);
+        expect(read.map((e) => JSON.stringify(e))).toEqual(given.map((e) => JSON.stringify(e)));
+        expect(read).toEqual(given);
+        // Keys whose value is undefined too (JSON and toEqual pass over them): the same keys, in the same order.
+        expect(read.map(keysOf)).toEqual(given.map(keysOf));
+      }),
+      { numRuns: 300 },
+    );
+    // Both paths taken, each many times.
+    expect(compacted).toBeGreaterThan(100);
+    expect(whole).toBeGreaterThan(100);
+  });
+
+  it('keeps the values a commit gave: an event edited after its commit reads as committed', async () => {
+    const store = createMemoryStore();
+    const awards = [{ id: 'a1', awarded: 3, date: at(), total: 3, trigger: { id: 't' } }];
+    const e: ChangeEvent = { id: 'e1', type: 'points.changed', userId: 'u1', at: at(), payload: { type: 'points.changed', user: { id: 'u1' }, points: { id: 's', key: 'xp', name: 'XP', description: null, badgeUrl: null, maxPoints: null, total: 3, added: 3, awards } } };
+    expect(compactPoints(e)).toBeDefined();
+    const given = structuredClone(e);
+    await store.commit(commitOf('u1', 0, { changes: [e] }));
+    (awards[0] as { awarded: number }).awarded = 99;
+    (e.payload.points as { total: number }).total = 99;
+    const [read] = (await store.readChanges({ limit: 10 })).events;
+    expect(read && { ...read, position: undefined }).toEqual({ ...given, position: undefined });
   });
 });
 

@@ -124,6 +124,84 @@ export function compactBoard(c: ChangeEvent): Readonly<Record<string, unknown>> 
   return n === 3 ? board : undefined;
 }
 
+/** The fields a `points.changed` payload's `points` starts with (a points system's view), in their order. */
+const SYSTEM_FIELDS = ['id', 'key', 'name', 'description', 'badgeUrl', 'maxPoints'] as const;
+/** The fields of one award in a `points.changed` payload, in their order (one with boosts or grants has more). */
+const AWARD_FIELDS = ['id', 'awarded', 'date', 'total', 'trigger'] as const;
+/** `level` of a kept points event whose payload has none (a `level` of null is a level that went to none). */
+const NO_LEVEL: unique symbol = Symbol('no level');
+
+/**
+ * A kept `points.changed` event (the events the rich configuration's calls keep most of: about three a call),
+ * in one object and one array instead of the event, its payload, its `points`, the awards list and an object
+ * per award. `system` is the points system's view fields, shared by the outbox's events of that system (see
+ * `MemoryOutbox.systemFields`); `awards` holds each award's five fields in turn. The event is completed when
+ * first read, with the same fields in the same order (see {@link compactPoints}).
+ */
+class KeptPoints {
+  constructor(
+    readonly id: string,
+    readonly type: ChangeEvent['type'],
+    readonly userId: string | null,
+    readonly at: string,
+    readonly payloadType: unknown,
+    readonly user: unknown,
+    readonly system: readonly unknown[],
+    readonly total: unknown,
+    readonly added: unknown,
+    readonly awards: readonly unknown[],
+    readonly level: unknown,
+  ) {}
+
+  /** The completed event: `{ type, user, points }` with `points` as the core built it. */
+  complete(): Omit<ChangeEvent, 'rank'> {
+    const a = this.awards;
+    const awards: Record<string, unknown>[] = [];
+    for (let i = 0; i < a.length; i += 5) awards.push({ id: a[i], awarded: a[i + 1], date: a[i + 2], total: a[i + 3], trigger: a[i + 4] });
+    const s = this.system;
+    const points: Record<string, unknown> = { id: s[0], key: s[1], name: s[2], description: s[3], badgeUrl: s[4], maxPoints: s[5], total: this.total, added: this.added, awards };
+    if (this.level !== NO_LEVEL) points.level = this.level;
+    return { id: this.id, type: this.type, userId: this.userId, at: this.at, payload: { type: this.payloadType, user: this.user, points } };
+  }
+}
+
+/** True when `o`'s enumerable keys (inherited ones too) are exactly `keys`, in that order, maybe followed by `last`. */
+function hasKeys(o: object, keys: readonly string[], last?: string): boolean {
+  let n = 0;
+  for (const k in o) {
+    if (n < keys.length ? k !== keys[n] : n > keys.length || k !== last) return false;
+    n++;
+  }
+  return n === keys.length || (last !== undefined && n === keys.length + 1);
+}
+
+/**
+ * The parts of a `points.changed` event to keep it by (see {@link KeptPoints}): for a payload of exactly
+ * `type`, `user` and `points`, in that order, whose `points` has a system's view fields, `total`, `added`,
+ * `awards` and maybe `level`, in that order, and whose awards are plain objects of exactly the five
+ * {@link AWARD_FIELDS} in order (awards with boosts or grants are kept whole); else undefined.
+ */
+export function compactPoints(c: Omit<ChangeEvent, 'rank'>): { system: unknown[]; total: unknown; added: unknown; awards: unknown[]; level: unknown } | undefined {
+  if (c.type !== 'points.changed') return undefined;
+  const p = c.payload;
+  if (typeof p !== 'object' || p === null || !hasKeys(p, ['type', 'user', 'points'])) return undefined;
+  const points = p.points as Record<string, unknown> | null;
+  if (typeof points !== 'object' || points === null || Object.getPrototypeOf(points) !== Object.prototype || !hasKeys(points, [...SYSTEM_FIELDS, 'total', 'added', 'awards'], 'level')) return undefined;
+  const list = points.awards;
+  if (!Array.isArray(list) || Object.getPrototypeOf(list) !== Array.prototype) return undefined;
+  const awards: unknown[] = new Array(list.length * 5);
+  for (let i = 0; i < list.length; i++) {
+    const a = list[i] as Record<string, unknown> | null;
+    if (typeof a !== 'object' || a === null || Object.getPrototypeOf(a) !== Object.prototype || !hasKeys(a, AWARD_FIELDS)) return undefined;
+    awards[i * 5] = a.id;
+    awards[i * 5 + 1] = a.awarded;
+    awards[i * 5 + 2] = a.date;
+    awards[i * 5 + 3] = a.total;
+    awards[i * 5 + 4] = a.trigger;
+  }
+  return { system: SYSTEM_FIELDS.map((k) => points[k]), total: points.total, added: points.added, awards, level: 'level' in points ? points.level : NO_LEVEL };
+}
+
 /** A kept marked event: the compact {@link SettledRank} when {@link compactBoard} allows, else completed now. */
 function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | null): Omit<ChangeEvent, 'rank'> | SettledRank {
   const board = compactBoard(c);
@@ -209,7 +287,9 @@ export class MemoryOutbox implements OutboxStore {
    * The events by sequence number (null once erased), kept as committed: their `StoredChange` (with its
    * position) is built when read, so a stored event costs no copy and no position string.
    */
-  private log: (Omit<ChangeEvent, 'rank'> | SettledRank | null)[] = [];
+  private log: (Omit<ChangeEvent, 'rank'> | SettledRank | KeptPoints | null)[] = [];
+  /** Points systems' view fields, shared by the kept points events (see {@link systemFields}). */
+  private readonly systems = new Map<string, readonly unknown[]>();
   /** Sequence number of `log[0]`. */
   private base = 1;
   private readonly byUser = new Map<string, number[]>();
@@ -236,10 +316,31 @@ export class MemoryOutbox implements OutboxStore {
    * read. Synchronous: part of the commit's atomic step.
    */
   appendCommit(changes: readonly ChangeEvent[] | undefined, ranks: readonly RankChange[], userId: string): void {
-    settleEach(changes, ranks, userId, (c, settled) => this.keep(settled ? keptRank(c, settled.previousRank, settled.rank) : c, c.userId));
+    settleEach(changes, ranks, userId, (c, settled) => this.keep(settled ? keptRank(c, settled.previousRank, settled.rank) : this.kept(c), c.userId));
   }
 
-  private keep(e: Omit<ChangeEvent, 'rank'> | SettledRank, userId: string | null): void {
+  /** An unmarked event as kept: a {@link KeptPoints} when {@link compactPoints} allows, else the event itself. */
+  private kept(c: Omit<ChangeEvent, 'rank'>): Omit<ChangeEvent, 'rank'> | KeptPoints {
+    const parts = compactPoints(c);
+    if (parts === undefined) return c;
+    return new KeptPoints(c.id, c.type, c.userId, c.at, (c.payload as { type: unknown }).type, (c.payload as { user: unknown }).user, this.systemFields(parts.system), parts.total, parts.added, parts.awards, parts.level);
+  }
+
+  /**
+   * The one shared list of a points system's view fields equal to `fields` (its events' lists are all the
+   * same): kept per system id, replaced when the system's fields change (a configuration change). Bounded:
+   * past 1,000 systems (only a caller inventing them without end gets there), each event keeps its own.
+   */
+  private systemFields(fields: unknown[]): readonly unknown[] {
+    const id = fields[0];
+    if (typeof id !== 'string') return fields;
+    const known = this.systems.get(id);
+    if (known !== undefined && known.every((v, i) => Object.is(v, fields[i]))) return known;
+    if (known !== undefined || this.systems.size < 1000) this.systems.set(id, fields);
+    return fields;
+  }
+
+  private keep(e: Omit<ChangeEvent, 'rank'> | SettledRank | KeptPoints, userId: string | null): void {
     const seq = this.base + this.log.length;
     this.log.push(e);
     if (userId !== null) {
@@ -286,7 +387,7 @@ export class MemoryOutbox implements OutboxStore {
     let next = page.after ?? String(this.base - 1);
     for (let i = from - this.base; i < this.log.length && events.length < page.limit; i++) {
       let e = this.log[i];
-      if (e instanceof SettledRank) this.log[i] = e = e.complete();
+      if (e instanceof SettledRank || e instanceof KeptPoints) this.log[i] = e = e.complete();
       next = String(this.base + i);
       // A missing payload reads as {} (as PostgreSQL stores it).
       if (e) events.push(Object.freeze({ id: e.id, type: e.type, userId: e.userId, at: e.at, payload: e.payload === undefined ? {} : e.payload, position: next }));
