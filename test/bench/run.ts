@@ -51,7 +51,7 @@ const TARGETS = {
   memOne: { section: 'foundation', text: 'Memory store, 1 metric: recordEvent within 5x of the bare loop (Map total + Set of keys)', ratio: 'bare rate / recordEvent rate; ≤ 5' },
   memRich: { section: 'foundation', text: 'Memory store, rich config: recordEvent within 10x of the same bare loop', ratio: 'bare rate / recordEvent rate; ≤ 10' },
   pure: { section: 'pure', text: 'Pure applyEvent, rich config (states in a Map): within 5x of the bare loop', ratio: 'bare rate / applyEvent rate; ≤ 5' },
-  pureParts: { section: 'pure', text: 'Pure applyEvent, rich config: CPU per event without each feature group (where the time goes)', ratio: 'metrics-only applyEvent / bare loop (figures only)' },
+  pureParts: { section: 'pure', text: 'Pure applyEvent: CPU per event with the rich config and with metrics only (no rules), from the same rounds (the section also prints each feature group\'s share)', ratio: 'metrics-only applyEvent / bare loop (figures only)' },
   history: { section: 'history', text: 'Per-event cost flat in history: 100,000-event user / 10-event user ≤ 1.1', ratio: 'median cost ratio; ≤ 1.1' },
   idle: { section: 'idle', text: 'Per-event cost flat in idle time: one year idle / one hour idle ≤ 1.5 (hourly time trigger, no cap)', ratio: 'median cost ratio; ≤ 1.5' },
   pgRatio: { section: 'storage', text: 'PostgreSQL server, 1 process, 8 in flight: recordEvent within 2x of a bare upsert loop', ratio: 'bare rate / recordEvent rate; ≤ 2' },
@@ -274,6 +274,19 @@ async function foundation() {
   verdict('memRich', `${fmt(richR.cpu)} events/s vs bare ${fmt(bare.cpu)}/s (CPU time)`, x(ratioRich, 1), ratioRich <= 10);
 }
 
+/** Runs the pure section in a child process; collects its verdicts. */
+async function pure() {
+  // In a process of its own: its six workloads leave a large heap behind, which weighed on the sections after
+  // it when it ran in this one (the history section's ratio read 1.11-1.14x after it, 1.03-1.04x on its own).
+  const failed = await child('pure', [], (tag, json) => {
+    if (tag === 'rows') for (const [id, row] of json as [TargetId, Row][]) rows.set(id, row);
+  });
+  if (failed !== null) {
+    console.log(`!! the pure child process ended with ${failed}`);
+    for (const id of ['pure', 'pureParts'] as const) if (!rows.has(id)) notMeasured(id, `the child process ended with ${failed}`);
+  }
+}
+
 /**
  * Pure applyEvent with the rich configuration against the bare loop (the verdict), and where the time goes: the
  * same calls with the configuration without each feature group (its share is the difference) and with metrics
@@ -281,7 +294,7 @@ async function foundation() {
  * same warm-up. The breakdown is a figure, not a target: it says how far the 5x target is from what each group
  * costs, and from what a call costs with no rules at all.
  */
-async function pure() {
+async function pureMeasure() {
   header('pure applyEvent, rich config, each user\'s state kept in a Map by the caller, vs the bare loop (both synchronous)');
   const users = 1000;
   /** A workload of applyEvent calls under the rich configuration without `without`: its own states, keys and clock. */
@@ -338,12 +351,8 @@ async function pure() {
   const bareUs = 1e6 / bare.cpu;
   console.log(`pure applyEvent, CPU per event (medians of the same rounds; the bare loop: ${fmt(bareUs, 2)} µs, so the 5x target is ${fmt(5 * bareUs, 1)} µs):`);
   for (const [name] of parts) console.log(`  ${name.padEnd(24)} ${fmt(us(name), 2)} µs${name === RICH ? '' : ` (${name === 'metrics only' ? 'all groups' : 'the group'}: ${fmt(whole - us(name), 2)} µs)`}`);
-  verdict(
-    'pureParts',
-    `${fmt(whole, 1)} µs per event; without points systems ${fmt(whole - us('without points systems'), 1)} µs less (the board on points goes with them), without achievements ${fmt(whole - us('without achievements'), 1)}, the streak ${fmt(whole - us('without the streak'), 1)}, boards ${fmt(whole - us('without boards'), 1)}; metrics only ${fmt(us('metrics only'), 1)} µs; the 5x target is ${fmt(5 * bareUs, 1)} µs`,
-    x(us('metrics only') / bareUs, 1),
-    null,
-  );
+  console.log('  (a group\'s share is the difference of two medians of alternating rounds: it swings by a few µs between runs)');
+  verdict('pureParts', `${fmt(whole, 1)} µs per event with the rich config, ${fmt(us('metrics only'), 1)} µs with metrics only (no rules at all); the 5x target is ${fmt(5 * bareUs, 1)} µs`, x(us('metrics only') / bareUs, 1), null);
 }
 
 async function history() {
@@ -1280,8 +1289,8 @@ async function redisBench() {
 const childRole = process.env.LAUREL_BENCH_CHILD;
 if (childRole) {
   // A child process (see `child`): its output goes to the parent, its figures as one JSON line.
-  if (childRole === 'memory') {
-    await memoryMeasure();
+  if (childRole === 'memory' || childRole === 'pure') {
+    await (childRole === 'memory' ? memoryMeasure() : pureMeasure());
     console.log(`@@rows ${JSON.stringify([...rows])}`);
   } else if (childRole.startsWith('boards:')) {
     console.log(`@@boards ${JSON.stringify(await boardsMeasure(Number(childRole.slice('boards:'.length))))}`);
