@@ -71,6 +71,30 @@ export const isMarked = (c: ChangeEvent): c is ChangeEvent & { rank: NonNullable
 export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
+ * An event the memory outbox keeps in a compact form and completes when first read: the event's own fields and
+ * its payload's `type` and `user` (shared with the user's other events), here; the rest in the subclass.
+ */
+abstract class KeptEvent {
+  readonly id: string;
+  readonly type: ChangeEvent['type'];
+  readonly userId: string | null;
+  readonly at: string;
+  readonly payloadType: unknown;
+  readonly user: unknown;
+  constructor(c: Omit<ChangeEvent, 'rank'>) {
+    this.id = c.id;
+    this.type = c.type;
+    this.userId = c.userId;
+    this.at = c.at;
+    this.payloadType = c.payload.type;
+    this.user = c.payload.user;
+  }
+
+  /** The event as committed: the same fields, in the same order. */
+  abstract complete(): Omit<ChangeEvent, 'rank'>;
+}
+
+/**
  * A marked event kept by the memory outbox with its settled ranks, the parts of the event it needs and no
  * more: its board's description is the one shared object the core made its `leaderboard` from (see
  * `rankMarkerBoard`), and the event's own object, payload object, leaderboard copy and marker are left to
@@ -78,21 +102,18 @@ export const isObject = (v: unknown): v is Record<string, unknown> => typeof v =
  * keeps is copied and promoted by the collector: with 9 boards a call keeps some 6 of these. The completed
  * event is built when first read (most events are never read twice, many never).
  */
-class SettledRank {
+class SettledRank extends KeptEvent {
   constructor(
-    readonly id: string,
-    readonly type: ChangeEvent['type'],
-    readonly userId: string | null,
-    readonly at: string,
-    readonly payloadType: unknown,
-    readonly user: unknown,
+    c: ChangeEvent,
     /** The leaderboard's fields in their order, shared: its value, previousValue and ranks are this event's below. */
     readonly board: Readonly<Record<string, unknown>>,
     readonly value: unknown,
     readonly previousValue: unknown,
     readonly previousRank: number | null,
     readonly rank: number | null,
-  ) {}
+  ) {
+    super(c);
+  }
 
   /** The completed event, as {@link settledEvent} builds it from the whole event. */
   complete(): Omit<ChangeEvent, 'rank'> {
@@ -138,20 +159,17 @@ const NO_LEVEL: unique symbol = Symbol('no level');
  * `MemoryOutbox.systemFields`); `awards` holds each award's five fields in turn. The event is completed when
  * first read, with the same fields in the same order (see {@link compactPoints}).
  */
-class KeptPoints {
+class KeptPoints extends KeptEvent {
   constructor(
-    readonly id: string,
-    readonly type: ChangeEvent['type'],
-    readonly userId: string | null,
-    readonly at: string,
-    readonly payloadType: unknown,
-    readonly user: unknown,
+    c: Omit<ChangeEvent, 'rank'>,
     readonly system: readonly unknown[],
     readonly total: unknown,
     readonly added: unknown,
     readonly awards: readonly unknown[],
     readonly level: unknown,
-  ) {}
+  ) {
+    super(c);
+  }
 
   /** The completed event: `{ type, user, points }` with `points` as the core built it. */
   complete(): Omit<ChangeEvent, 'rank'> {
@@ -208,7 +226,7 @@ function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | nu
   if (board === undefined) return settledEvent(c, previousRank, rank);
   const p = c.payload;
   const lb = p.leaderboard as Record<string, unknown>;
-  return new SettledRank(c.id, c.type, c.userId, c.at, p.type, p.user, board, lb.value, lb.previousValue, previousRank, rank);
+  return new SettledRank(c, board, lb.value, lb.previousValue, previousRank, rank);
 }
 
 /** A rank, or null when there is none or it is above the board's `cap`. */
@@ -287,7 +305,7 @@ export class MemoryOutbox implements OutboxStore {
    * The events by sequence number (null once erased), kept as committed: their `StoredChange` (with its
    * position) is built when read, so a stored event costs no copy and no position string.
    */
-  private log: (Omit<ChangeEvent, 'rank'> | SettledRank | KeptPoints | null)[] = [];
+  private log: (Omit<ChangeEvent, 'rank'> | KeptEvent | null)[] = [];
   /** Points systems' view fields, shared by the kept points events (see {@link systemFields}). */
   private readonly systems = new Map<string, readonly unknown[]>();
   /** Sequence number of `log[0]`. */
@@ -323,7 +341,7 @@ export class MemoryOutbox implements OutboxStore {
   private kept(c: Omit<ChangeEvent, 'rank'>): Omit<ChangeEvent, 'rank'> | KeptPoints {
     const parts = compactPoints(c);
     if (parts === undefined) return c;
-    return new KeptPoints(c.id, c.type, c.userId, c.at, (c.payload as { type: unknown }).type, (c.payload as { user: unknown }).user, this.systemFields(parts.system), parts.total, parts.added, parts.awards, parts.level);
+    return new KeptPoints(c, this.systemFields(parts.system), parts.total, parts.added, parts.awards, parts.level);
   }
 
   /**
@@ -340,7 +358,7 @@ export class MemoryOutbox implements OutboxStore {
     return fields;
   }
 
-  private keep(e: Omit<ChangeEvent, 'rank'> | SettledRank | KeptPoints, userId: string | null): void {
+  private keep(e: Omit<ChangeEvent, 'rank'> | KeptEvent, userId: string | null): void {
     const seq = this.base + this.log.length;
     this.log.push(e);
     if (userId !== null) {
@@ -387,7 +405,7 @@ export class MemoryOutbox implements OutboxStore {
     let next = page.after ?? String(this.base - 1);
     for (let i = from - this.base; i < this.log.length && events.length < page.limit; i++) {
       let e = this.log[i];
-      if (e instanceof SettledRank || e instanceof KeptPoints) this.log[i] = e = e.complete();
+      if (e instanceof KeptEvent) this.log[i] = e = e.complete();
       next = String(this.base + i);
       // A missing payload reads as {} (as PostgreSQL stores it).
       if (e) events.push(Object.freeze({ id: e.id, type: e.type, userId: e.userId, at: e.at, payload: e.payload === undefined ? {} : e.payload, position: next }));
