@@ -677,7 +677,7 @@ describe('memory outbox: points events', () => {
 
   it('keeps any other shape whole: random payloads read back as given', async () => {
     const key = fc.constantFrom('id', 'key', 'name', 'description', 'badgeUrl', 'maxPoints', 'total', 'added', 'awards', 'level', 'extra', 'awarded', 'date', 'trigger', 'boosts', 'type', 'user', 'points');
-    const value = fc.oneof(fc.constant(null), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string({ maxLength: 4 }), fc.constant({ id: 'shared' }));
+    const value = fc.oneof(fc.constant(null), fc.constant(undefined), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string({ maxLength: 4 }), fc.constant({ id: 'shared' }));
     // Mostly the engine's shapes, sometimes with a key added, left out, or the order reversed.
     const rarely = <T,>(arb: fc.Arbitrary<T>): fc.Arbitrary<T | null> => fc.oneof({ arbitrary: fc.constant(null), weight: 6 }, { arbitrary: arb, weight: 1 });
     const shaped = (keys: readonly string[], v: fc.Arbitrary<unknown>) =>
@@ -714,6 +714,57 @@ describe('memory outbox: points events', () => {
     // Both paths taken, each many times.
     expect(compacted).toBeGreaterThan(100);
     expect(whole).toBeGreaterThan(100);
+  });
+
+  /** A points.changed event of the engine's shape with `points` (its system `id`, `name`, `maxPoints`). */
+  const pointsEvent = (id: string, points: Record<string, unknown> = {}): ChangeEvent => ({
+    id,
+    type: 'points.changed',
+    userId: 'u1',
+    at: at(),
+    payload: { type: 'points.changed', user: { id: 'u1' }, points: { id: 's', key: 'xp', name: 'XP', description: null, badgeUrl: null, maxPoints: null, total: 3, added: 3, awards: [{ id: `${id}-a`, awarded: 3, date: at(), total: 3, trigger: { id: 't' } }], ...points } },
+  });
+
+  it('read back each event’s own system fields when a system’s fields change between commits (same id)', async () => {
+    const store = createMemoryStore();
+    const changes = [pointsEvent('e1'), pointsEvent('e2', { name: 'Experience' }), pointsEvent('e3', { maxPoints: 0 }), pointsEvent('e4', { maxPoints: -0 }), pointsEvent('e5')];
+    for (const e of changes) expect(compactPoints(e)).toBeDefined();
+    let v = 0;
+    for (const e of changes) v = (await store.commit(commitOf('u1', v, { changes: [e] }))).version;
+    const read = (await store.readChanges({ limit: 10 })).events.map((e) => e.payload.points as { name: string; maxPoints: number | null });
+    expect(read.map((p) => p.name)).toEqual(['XP', 'Experience', 'XP', 'XP', 'XP']);
+    expect(read.map((p) => p.maxPoints)).toEqual([null, null, 0, -0, null]);
+    expect(Object.is(read[2]?.maxPoints, 0) && Object.is(read[3]?.maxPoints, -0)).toBe(true);
+  });
+
+  it('keeps whole a payload, points or award that is not a plain object, and a level that is not enumerable', async () => {
+    class Payload {
+      type = 'points.changed';
+      user = { id: 'u1' };
+      points = pointsEvent('x').payload.points;
+      toJSON() {
+        return { custom: true };
+      }
+    }
+    const inherited = Object.assign(Object.create({ points: pointsEvent('y').payload.points }) as object, { type: 'points.changed', user: { id: 'u1' } });
+    const asArray = Object.assign([] as unknown[], { type: 'points.changed', user: { id: 'u1' }, points: pointsEvent('z').payload.points });
+    const bare = Object.assign(Object.create(null) as object, pointsEvent('n').payload);
+    const hiddenLevel = pointsEvent('h');
+    Object.defineProperty(hiddenLevel.payload.points, 'level', { value: { key: 'gold' }, enumerable: false });
+    const classAward = pointsEvent('c');
+    (classAward.payload.points as { awards: unknown[] }).awards = [Object.assign(Object.create({ extra: 1 }) as object, { id: 'c-a', awarded: 3, date: at(), total: 3, trigger: { id: 't' } })];
+    const changes: ChangeEvent[] = [new Payload(), inherited, asArray, bare].map((payload, i) => ({ ...pointsEvent(`p${i}`), payload: payload as Record<string, unknown> }));
+    changes.push(classAward);
+    for (const e of changes) expect(compactPoints(e)).toBeUndefined();
+    // A level that for...in does not list is no level of the event's (as in its JSON): kept compactly without one.
+    expect(compactPoints(hiddenLevel)).toBeDefined();
+    const store = createMemoryStore();
+    const given = [...changes, hiddenLevel].map((e) => JSON.stringify(e));
+    await store.commit(commitOf('u1', 0, { changes: [...changes, hiddenLevel] }));
+    const read = (await store.readChanges({ limit: 10 })).events.map(({ position: _, ...e }) => e);
+    expect(read.map((e) => JSON.stringify(e))).toEqual(given);
+    for (let i = 0; i < changes.length; i++) expect(read[i]?.payload).toBe(changes[i]?.payload);
+    expect(Object.keys(read[changes.length]?.payload.points as object)).not.toContain('level');
   });
 
   it('keeps the values a commit gave: an event edited after its commit reads as committed', async () => {

@@ -183,41 +183,52 @@ class KeptPoints extends KeptEvent {
   }
 }
 
-/** True when `o`'s enumerable keys (inherited ones too) are exactly `keys`, in that order, maybe followed by `last`. */
-function hasKeys(o: object, keys: readonly string[], last?: string): boolean {
+/**
+ * How many enumerable keys (inherited ones too) `o` has when they are exactly `keys`, in that order, maybe
+ * followed by `last`; -1 when they are not.
+ */
+function keysMatching(o: object, keys: readonly string[], last?: string): number {
   let n = 0;
   for (const k in o) {
-    if (n < keys.length ? k !== keys[n] : n > keys.length || k !== last) return false;
+    if (n < keys.length ? k !== keys[n] : n > keys.length || k !== last) return -1;
     n++;
   }
-  return n === keys.length || (last !== undefined && n === keys.length + 1);
+  return n === keys.length || (last !== undefined && n === keys.length + 1) ? n : -1;
 }
+
+/** A plain object: its prototype is `Object.prototype` (an object literal's, a JSON copy's). */
+const isPlain = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype;
 
 /**
  * The parts of a `points.changed` event to keep it by (see {@link KeptPoints}): for a payload of exactly
  * `type`, `user` and `points`, in that order, whose `points` has a system's view fields, `total`, `added`,
- * `awards` and maybe `level`, in that order, and whose awards are plain objects of exactly the five
- * {@link AWARD_FIELDS} in order (awards with boosts or grants are kept whole); else undefined.
+ * `awards` and maybe `level`, in that order, and whose awards have exactly the five {@link AWARD_FIELDS} in
+ * order (awards with boosts or grants are kept whole); payload, `points` and awards plain objects, `awards` a
+ * plain array. Anything else is undefined (the event is kept whole).
  */
 export function compactPoints(c: Omit<ChangeEvent, 'rank'>): { system: unknown[]; total: unknown; added: unknown; awards: unknown[]; level: unknown } | undefined {
   if (c.type !== 'points.changed') return undefined;
   const p = c.payload;
-  if (typeof p !== 'object' || p === null || !hasKeys(p, ['type', 'user', 'points'])) return undefined;
-  const points = p.points as Record<string, unknown> | null;
-  if (typeof points !== 'object' || points === null || Object.getPrototypeOf(points) !== Object.prototype || !hasKeys(points, [...SYSTEM_FIELDS, 'total', 'added', 'awards'], 'level')) return undefined;
-  const list = points.awards;
+  if (!isPlain(p) || keysMatching(p, ['type', 'user', 'points']) < 0) return undefined;
+  const points = p.points;
+  const fields = [...SYSTEM_FIELDS, 'total', 'added', 'awards'];
+  // `level` is kept when for...in listed it (an own non-enumerable `level` is not one: the event is kept whole).
+  const n = isPlain(points) ? keysMatching(points, fields, 'level') : -1;
+  if (n < 0) return undefined;
+  const list = (points as Record<string, unknown>).awards;
   if (!Array.isArray(list) || Object.getPrototypeOf(list) !== Array.prototype) return undefined;
   const awards: unknown[] = new Array(list.length * 5);
   for (let i = 0; i < list.length; i++) {
-    const a = list[i] as Record<string, unknown> | null;
-    if (typeof a !== 'object' || a === null || Object.getPrototypeOf(a) !== Object.prototype || !hasKeys(a, AWARD_FIELDS)) return undefined;
+    const a: unknown = list[i];
+    if (!isPlain(a) || keysMatching(a, AWARD_FIELDS) < 0) return undefined;
     awards[i * 5] = a.id;
     awards[i * 5 + 1] = a.awarded;
     awards[i * 5 + 2] = a.date;
     awards[i * 5 + 3] = a.total;
     awards[i * 5 + 4] = a.trigger;
   }
-  return { system: SYSTEM_FIELDS.map((k) => points[k]), total: points.total, added: points.added, awards, level: 'level' in points ? points.level : NO_LEVEL };
+  const pts = points as Record<string, unknown>;
+  return { system: SYSTEM_FIELDS.map((k) => pts[k]), total: pts.total, added: pts.added, awards, level: n > fields.length ? pts.level : NO_LEVEL };
 }
 
 /** A kept marked event: the compact {@link SettledRank} when {@link compactBoard} allows, else completed now. */
