@@ -149,11 +149,13 @@ export function compactBoard(c: ChangeEvent): Readonly<Record<string, unknown>> 
 const SYSTEM_FIELDS = ['id', 'key', 'name', 'description', 'badgeUrl', 'maxPoints'] as const;
 /** The fields of one award in a `points.changed` payload, in their order (one with boosts or grants has more). */
 const AWARD_FIELDS = ['id', 'awarded', 'date', 'total', 'trigger'] as const;
+/** The fields of a `points.changed` payload's `points` before its optional `level`, in their order. */
+const POINTS_FIELDS: readonly string[] = [...SYSTEM_FIELDS, 'total', 'added', 'awards'];
 /** `level` of a kept points event whose payload has none (a `level` of null is a level that went to none). */
 const NO_LEVEL: unique symbol = Symbol('no level');
 
 /**
- * A kept `points.changed` event (the events the rich configuration's calls keep most of: about three a call),
+ * A kept `points.changed` event (the events the rich configuration's calls keep most of: about two a call),
  * in one object and one array instead of the event, its payload, its `points`, the awards list and an object
  * per award. `system` is the points system's view fields, shared by the outbox's events of that system (see
  * `MemoryOutbox.systemFields`); `awards` holds each award's five fields in turn. The event is completed when
@@ -211,9 +213,8 @@ export function compactPoints(c: Omit<ChangeEvent, 'rank'>): { system: unknown[]
   const p = c.payload;
   if (!isPlain(p) || keysMatching(p, ['type', 'user', 'points']) < 0) return undefined;
   const points = p.points;
-  const fields = [...SYSTEM_FIELDS, 'total', 'added', 'awards'];
-  // `level` is kept when for...in listed it (an own non-enumerable `level` is not one: the event is kept whole).
-  const n = isPlain(points) ? keysMatching(points, fields, 'level') : -1;
+  // `level` is kept when for...in lists it: an own non-enumerable `level` is none, as in the event's JSON.
+  const n = isPlain(points) ? keysMatching(points, POINTS_FIELDS, 'level') : -1;
   if (n < 0) return undefined;
   const list = (points as Record<string, unknown>).awards;
   if (!Array.isArray(list) || Object.getPrototypeOf(list) !== Array.prototype) return undefined;
@@ -228,7 +229,7 @@ export function compactPoints(c: Omit<ChangeEvent, 'rank'>): { system: unknown[]
     awards[i * 5 + 4] = a.trigger;
   }
   const pts = points as Record<string, unknown>;
-  return { system: SYSTEM_FIELDS.map((k) => pts[k]), total: pts.total, added: pts.added, awards, level: n > fields.length ? pts.level : NO_LEVEL };
+  return { system: SYSTEM_FIELDS.map((k) => pts[k]), total: pts.total, added: pts.added, awards, level: n > POINTS_FIELDS.length ? pts.level : NO_LEVEL };
 }
 
 /** A kept marked event: the compact {@link SettledRank} when {@link compactBoard} allows, else completed now. */
