@@ -767,6 +767,27 @@ describe('memory outbox: points events', () => {
     expect(Object.keys(read[changes.length]?.payload.points as object)).not.toContain('level');
   });
 
+  it('applies a commit whole when a points event cannot be read (a getter that throws): the event is kept as given', async () => {
+    const store = createMemoryStore();
+    const e = pointsEvent('g');
+    const award = (e.payload.points as { awards: Record<string, unknown>[] }).awards[0] as Record<string, unknown>;
+    let reads = 0;
+    Object.defineProperty(award, 'total', {
+      enumerable: true,
+      get() {
+        reads++;
+        throw new Error('unreadable');
+      },
+    });
+    const result = await store.commit(commitOf('u1', 0, { changes: [e], ledger: [], due: at(5) }));
+    expect(result.version).toBe(1);
+    expect(reads).toBeGreaterThan(0);
+    expect((await store.loadUser('u1'))?.version).toBe(1);
+    const [read] = (await store.readChanges({ limit: 10 })).events;
+    expect(read?.payload).toBe(e.payload);
+    expect(await store.claimDue({ now: at(5), limit: 10, leaseMs: 1000 })).toEqual(['u1']);
+  });
+
   it('keeps the values a commit gave: an event edited after its commit reads as committed', async () => {
     const store = createMemoryStore();
     const awards = [{ id: 'a1', awarded: 3, date: at(), total: 3, trigger: { id: 't' } }];

@@ -351,9 +351,15 @@ export class MemoryOutbox implements OutboxStore {
 
   /** An unmarked event as kept: a {@link KeptPoints} when {@link compactPoints} allows, else the event itself. */
   private kept(c: Omit<ChangeEvent, 'rank'>): Omit<ChangeEvent, 'rank'> | KeptPoints {
-    const parts = compactPoints(c);
-    if (parts === undefined) return c;
-    return new KeptPoints(c, this.systemFields(parts.system), parts.total, parts.added, parts.awards, parts.level);
+    // Part of a commit already under way (see `appendCommit`): whatever the event holds (a getter that throws,
+    // a proxy), this never throws, so the commit applies whole. An event compaction cannot read is kept whole.
+    try {
+      const parts = compactPoints(c);
+      if (parts !== undefined) return new KeptPoints(c, this.systemFields(parts.system), parts.total, parts.added, parts.awards, parts.level);
+    } catch {
+      // kept whole, below
+    }
+    return c;
   }
 
   /**
