@@ -208,7 +208,7 @@ const isPlain = (v: unknown): v is Record<string, unknown> => typeof v === 'obje
  * order (awards with boosts or grants are kept whole); payload, `points` and awards plain objects, `awards` a
  * plain array. Anything else is undefined (the event is kept whole).
  */
-export function compactPoints(c: Omit<ChangeEvent, 'rank'>): { system: unknown[]; total: unknown; added: unknown; awards: unknown[]; level: unknown } | undefined {
+export function compactPoints(c: Omit<ChangeEvent, 'rank'>): { points: Readonly<Record<string, unknown>>; total: unknown; added: unknown; awards: unknown[]; level: unknown } | undefined {
   if (c.type !== 'points.changed') return undefined;
   const p = c.payload;
   if (!isPlain(p) || keysMatching(p, ['type', 'user', 'points']) < 0) return undefined;
@@ -229,7 +229,7 @@ export function compactPoints(c: Omit<ChangeEvent, 'rank'>): { system: unknown[]
     awards[i * 5 + 4] = a.trigger;
   }
   const pts = points as Record<string, unknown>;
-  return { system: SYSTEM_FIELDS.map((k) => pts[k]), total: pts.total, added: pts.added, awards, level: n > POINTS_FIELDS.length ? pts.level : NO_LEVEL };
+  return { points: pts, total: pts.total, added: pts.added, awards, level: n > POINTS_FIELDS.length ? pts.level : NO_LEVEL };
 }
 
 /** A kept marked event: the compact {@link SettledRank} when {@link compactBoard} allows, else completed now. */
@@ -355,7 +355,7 @@ export class MemoryOutbox implements OutboxStore {
     // a proxy), this never throws, so the commit applies whole. An event compaction cannot read is kept whole.
     try {
       const parts = compactPoints(c);
-      if (parts !== undefined) return new KeptPoints(c, this.systemFields(parts.system), parts.total, parts.added, parts.awards, parts.level);
+      if (parts !== undefined) return new KeptPoints(c, this.systemFields(parts.points), parts.total, parts.added, parts.awards, parts.level);
     } catch {
       // kept whole, below
     }
@@ -363,16 +363,21 @@ export class MemoryOutbox implements OutboxStore {
   }
 
   /**
-   * The one shared list of a points system's view fields equal to `fields` (its events' lists are all the
-   * same): kept per system id, replaced when the system's fields change (a configuration change). Bounded:
-   * past 1,000 systems (only a caller inventing them without end gets there), each event keeps its own.
+   * The one shared list of the view fields (SYSTEM_FIELDS) of `points`' system (its events' lists are all the
+   * same): kept per system id, replaced when the system's fields change (a configuration change); the list is
+   * made only then. Bounded: past 1,000 systems (only a caller inventing them without end gets there), each
+   * event keeps its own.
    */
-  private systemFields(fields: unknown[]): readonly unknown[] {
-    const id = fields[0];
-    if (typeof id !== 'string') return fields;
-    const known = this.systems.get(id);
-    if (known !== undefined && known.every((v, i) => Object.is(v, fields[i]))) return known;
-    if (known !== undefined || this.systems.size < 1000) this.systems.set(id, fields);
+  private systemFields(points: Readonly<Record<string, unknown>>): readonly unknown[] {
+    const id = points.id;
+    const known = typeof id === 'string' ? this.systems.get(id) : undefined;
+    if (known !== undefined) {
+      let same = true;
+      for (let i = 0; i < SYSTEM_FIELDS.length && same; i++) same = Object.is(known[i], points[SYSTEM_FIELDS[i] as string]);
+      if (same) return known;
+    }
+    const fields = SYSTEM_FIELDS.map((k) => points[k]);
+    if (typeof id === 'string' && (known !== undefined || this.systems.size < 1000)) this.systems.set(id, fields);
     return fields;
   }
 
