@@ -35,8 +35,11 @@ async function settle(p: Promise<unknown>, ms = 4000): Promise<Outcome> {
 const W = { index: 'lb|x', userId: 'u', date: '2026-01-01' };
 const write = (version: number, value = 1) => ({ ...W, value, reachedAt: '2026-01-01T00:00:00.000Z', version });
 
-/** What the apply script answers for `args` (after the script or its sha: key count, keys, argv): 6 strings per write, 3 keys per write. */
-const scriptReply = (args: (string | number)[]) => Array.from({ length: Number(args[1]) / 3 }, () => ['', '1', '', '1', 'ok', '']).flat();
+/**
+ * What the apply script answers for `args` (after the script or its sha: key count, keys, argv; 3 keys per
+ * write): one string, 6 `|`-separated fields per write, each write at rank 1 with value 1.
+ */
+const scriptReply = (args: (string | number)[]) => Array.from({ length: Number(args[1]) / 3 }, () => '|1||1|ok|').join('|');
 
 /** Every method of a rank index, called once. */
 const calls = (index: RankIndex): [string, () => Promise<unknown>][] => [
@@ -74,6 +77,32 @@ describe('Redis rank index: bounded time and typed failures (fake clients)', () 
       expect(o.ms, label).toBeGreaterThanOrEqual(140);
       expect((o as { error: Error }).error.message).toMatch(/timed out after 150 ms/);
     }
+  });
+
+  it('times out exactly the calls still unanswered at their deadline, whichever calls in between were answered', async () => {
+    // Calls in flight are kept in start order and each leaves that list when it settles (first, middle or
+    // last); the one timer must still find every unanswered call, and serve calls started later.
+    const answers = new Map<string, number>([['b', 40], ['d', 10], ['f', 60]]);
+    const client: RedisLike = {
+      call: (_command, ...args) => {
+        const user = String(args[args.length - 1]).split('|').at(-1) as string;
+        const after = answers.get(user);
+        return after === undefined ? new Promise(() => undefined) : new Promise((resolve) => setTimeout(() => resolve(scriptReply(args)), after));
+      },
+    };
+    const index = createRedisRankIndex({ redis: client, timeoutMs: 200 });
+    const start = (user: string) => settle(index.apply([{ ...write(1), userId: user }]));
+    const early = ['a', 'b', 'c', 'd', 'e', 'f'].map(start);
+    await new Promise((r) => setTimeout(r, 120));
+    const late = ['g', 'b'].map(start);
+    const outcomes = await Promise.all([...early, ...late]);
+    expect(outcomes.map((o) => ('pending' in o ? 'pending' : o.ok ? 'ok' : 'timeout'))).toEqual(['timeout', 'ok', 'timeout', 'ok', 'timeout', 'ok', 'timeout', 'ok']);
+    for (const [i, o] of outcomes.entries()) if (!('pending' in o) && !o.ok) expectUnavailable(o, `call ${i}`, 450);
+    // g started 120 ms after the others: its deadline is its own, not theirs.
+    expect((outcomes[6] as Outcome).ms).toBeGreaterThanOrEqual(190);
+    // Nothing is left in flight: a new call that never answers still times out, and one that answers succeeds.
+    expectUnavailable(await start('h'), 'h', 450);
+    expect(await start('d')).toMatchObject({ ok: true });
   });
 
   it('bounds calls by default (1000 ms) when no timeout is given', async () => {
@@ -141,14 +170,16 @@ describe('Redis rank index: bounded time and typed failures (fake clients)', () 
     expect(keyCount).toBe(3 * writes.length);
     const keys = rest.slice(0, 3 * writes.length);
     const argv = rest.slice(3 * writes.length);
-    expect(argv).toHaveLength(10 * writes.length);
+    expect(argv).toHaveLength(writes.length);
     expect(keys.filter((_, i) => i % 3 === 0)).toEqual(writes.map((w) => `laurel:{${w.index}}:z`));
-    // user, version, remove, member, score, value, date, ttl, history, threshold rank: in the order given
-    expect(writes.map((_, i) => [argv[10 * i], argv[10 * i + 1], argv[10 * i + 2], argv[10 * i + 8], argv[10 * i + 9]])).toEqual([
-      ...[1, 2, 3, 4, 5, 6].map((v) => ['u', v, '0', '1', '']),
-      ['v', 1, '0', '1', ''],
-      ['u', 2, '0', '0', ''],
-      ['u', 3, '1', '1', 10],
+    // One packed argument per write: version, remove, member, score, value, date, ttl, ranked, threshold
+    // rank, user; in the order given
+    const fields = argv.map((a) => String(a).split('|'));
+    expect(fields.map((f) => [f[9], f[0], f[1], f[7], f[8]])).toEqual([
+      ...[1, 2, 3, 4, 5, 6].map((v) => ['u', String(v), '0', '1', '']),
+      ['v', '1', '0', '1', ''],
+      ['u', '2', '0', '0', ''],
+      ['u', '3', '1', '1', '10'],
     ]);
     expect(changes).toHaveLength(writes.length);
     expect(changes.map((c) => [c.index, c.userId, 'threshold' in c])).toEqual(writes.map((w) => [w.index, w.userId, w.index === 'lb|y']));
@@ -171,7 +202,8 @@ describe('Redis rank index: bounded time and typed failures (fake clients)', () 
         most = Math.max(most, inFlight);
         const n = Number(args[1]) / 3;
         const argv = args.slice(2 + 3 * n);
-        scripts.push(Array.from({ length: n }, (_, i) => `${String(argv[10 * i])}@${String(argv[10 * i + 1])}`));
+        // Each write's packed argument: version first, the user id last (see SCRIPT).
+        scripts.push(argv.map((a) => { const f = String(a).split('|'); return `${f.slice(9).join('|')}@${f[0]}`; }));
         return new Promise((resolve) =>
           setTimeout(() => {
             inFlight -= 1;
@@ -215,7 +247,7 @@ describe('Redis rank index: bounded time and typed failures (fake clients)', () 
   });
 
   it('rejects a reply of the wrong shape as StorageUnavailableError', async () => {
-    const index = createRedisRankIndex({ redis: { call: async () => ['', '1', '', '1', 'ok'] } });
+    const index = createRedisRankIndex({ redis: { call: async () => '|1||1|ok' } });
     expectUnavailable(await settle(index.apply([write(1)])), 'apply', 500);
   });
 
@@ -353,9 +385,9 @@ describe.skipIf(!REDIS_URL)('Redis rank index: a timed-out write that runs late 
     const historyBefore = await fast.readRankHistory('lb|x', 'u', 10);
 
     release();
-    const replies = (await Promise.all(late)) as unknown[][];
-    // Both late scripts ran, and both were refused as stale.
-    expect(replies.map((r) => r[4])).toEqual(['stale', 'stale']);
+    const replies = (await Promise.all(late)) as string[];
+    // Both late scripts ran, and both were refused as stale (the fifth of a write's reply fields).
+    expect(replies.map((r) => r.split('|')[4])).toEqual(['stale', 'stale']);
     expect(await fast.readRange('lb|x', 0, 10)).toEqual(before);
     expect(before.map((e) => [e.userId, e.value])).toEqual([
       ['v', 11],

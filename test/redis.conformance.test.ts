@@ -72,6 +72,34 @@ describe.skipIf(!REDIS_URL)('Redis rank index specifics (needs LAUREL_REDIS_URL)
     expect((await index.readRange('i', 0, 10)).map((e) => e.userId)).toEqual(['Z', 'a', 'é', '用户', '🙂'].sort());
   });
 
+  it('keeps user ids that hold the script argument separator "|", newlines or look like fields, each apart', async () => {
+    // apply packs a write's fields into one script argument with the user id last: such ids must not shift
+    // the fields or meet each other.
+    const index = createRedisRankIndex({ redis: redis as Redis, prefix: `${uniq('sep')}:` });
+    const ids = ['a|b', 'a', 'a|', '|', '||1|0|x', 'line\nbreak|', '1|0|9'];
+    const at = (s: number) => `2026-01-01T00:00:0${s}.000Z`;
+    for (const [i, id] of ids.entries()) {
+      const [change] = await index.apply([{ index: 'i', userId: id, value: 10 + i, reachedAt: at(1), date: '2026-01-01', version: 1, thresholdRank: 1 }]);
+      expect(change).toEqual({ index: 'i', userId: id, previousRank: null, rank: 1, previousValue: null, value: 10 + i, threshold: 10 + i });
+    }
+    // A second write per user sees that user's own entry only; an older version of one of them is refused.
+    const [again] = await index.apply([{ index: 'i', userId: 'a|b', value: 100, reachedAt: at(2), date: '2026-01-01', version: 2 }]);
+    expect(again).toMatchObject({ previousRank: ids.length, rank: 1, previousValue: 10, value: 100 });
+    await index.apply([{ index: 'i', userId: '|', value: 50, reachedAt: at(3), date: '2026-01-01', version: 3 }]);
+    const [stale] = await index.apply([{ index: 'i', userId: '|', value: 999, reachedAt: at(4), date: '2026-01-01', version: 2 }]);
+    expect(stale).toMatchObject({ previousValue: 50, value: 50, rank: 2 });
+    expect((await index.readRange('i', 0, 10)).map((e) => [e.userId, e.value])).toEqual([
+      ['a|b', 100],
+      ['|', 50],
+      ['1|0|9', 16],
+      ['line\nbreak|', 15],
+      ['||1|0|x', 14],
+      ['a|', 12],
+      ['a', 11],
+    ]);
+    expect(await index.readRankHistory('i', 'line\nbreak|', 5)).toEqual([{ date: '2026-01-01', previousRank: null, rank: 1, previousValue: null, value: 15 }]);
+  });
+
   it('expires the keys of indexes it is told to', async () => {
     const prefix = `${uniq('ttl')}:`;
     const index = createRedisRankIndex({ redis: redis as Redis, prefix, expireSeconds: (name) => (name.startsWith('lb|') ? 60 : null) });
