@@ -849,6 +849,8 @@ async function httpBench() {
 interface WorkerReport {
   applied: number;
   replayed: number;
+  /** Optimistic-concurrency conflicts retried (engine workers only). */
+  retries?: number;
   /** The worker's CPU time over its timed calls, in ms. */
   cpuMs?: number;
   p50: number;
@@ -858,6 +860,8 @@ interface WorkerReport {
 interface RunFigures {
   rate: number;
   calls: number;
+  /** Conflicts the engine retried, all workers together (engine runs only). */
+  retries?: number;
   /** CPU per call of the worker processes, and of the rest of the machine in the same window (µs). */
   workerCpuUs?: number;
   restCpuUs?: number;
@@ -869,7 +873,8 @@ interface RunFigures {
 const describe = (f: RunFigures) =>
   `${fmt(f.rate)} calls/s (${fmt(f.calls)} calls); p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms` +
   (f.workerCpuUs !== undefined ? `; CPU per call: ${fmt(f.workerCpuUs, 0)} µs in the workers${f.restCpuUs !== undefined ? `, ${fmt(f.restCpuUs, 0)} µs in the rest of the machine (the database server, mostly)` : ''}` : '') +
-  (f.busy !== undefined ? `; machine ${fmt(f.busy * 100, 0)}% busy` : '');
+  (f.busy !== undefined ? `; machine ${fmt(f.busy * 100, 0)}% busy` : '') +
+  (f.retries !== undefined ? `; ${fmt(f.retries)} conflicts retried` : '');
 
 /** The machine's busy CPU time so far in ms (all cores; /proc/stat), or null where there is none. */
 function machineBusyMs(): number | null {
@@ -981,6 +986,7 @@ async function runWorkers(url: string, processes: number, args: (w: number) => s
   const reports = outs.map((o) => JSON.parse(o.trim().split('\n').pop() as string) as WorkerReport);
   const calls = reports.reduce((s, r) => s + r.applied + r.replayed, 0);
   const figures: RunFigures = { calls, rate: calls / Math.max(...reports.map((r) => r.seconds)), p50: median(reports.map((r) => r.p50)), p99: Math.max(...reports.map((r) => r.p99)) };
+  if (reports.every((r) => r.retries !== undefined)) figures.retries = reports.reduce((s, r) => s + (r.retries as number), 0);
   // CPU per call: the workers' own (engine, driver), and the rest of the machine's busy time over the same
   // window (the database server, mostly, and the workers' exit; Linux only).
   const busy1 = machineBusyMs();
@@ -1022,15 +1028,15 @@ async function floorRun(url: string, calls: number): Promise<RunFigures> {
   }
 }
 
-/** The bare baseline: the same planned calls, each one upsert statement, 8 in flight, one process. */
-async function bareRun(url: string, calls: number): Promise<RunFigures> {
+/** The bare baseline: the same planned calls, each one upsert statement, 8 in flight per process (one by default). */
+async function bareRun(url: string, calls: number, processes = 1): Promise<RunFigures> {
   const schema = benchSchema('bare');
   await withPool(url, async (pool) => {
     await pool.query(`CREATE SCHEMA "${schema}"`);
     await pool.query(`CREATE TABLE "${schema}".bare_totals (user_id text PRIMARY KEY, total bigint NOT NULL)`);
   });
   try {
-    return await runWorkers(url, 1, () => ['test/bench/workers/bare.ts', schema, String(calls)]);
+    return await runWorkers(url, processes, (w) => ['test/bench/workers/bare.ts', schema, String(calls), String(processes), String(w)]);
   } finally {
     await dropSchema(url, schema);
   }
@@ -1077,13 +1083,16 @@ async function storageIn(url: string, CALLS: number) {
   const oneAgain = await engineRun(url, 1, CALLS);
   console.log(`recordEvent, PostgreSQL server, 1 process, again:   ${describe(oneAgain)}`);
   if (process.env.LAUREL_REDIS_URL) console.log(`recordEvent, PostgreSQL server + Redis ranks, 4 processes: ${describe(await engineRun(url, 4, CALLS, `bench_${Date.now().toString(36)}:`))}`);
+  // How the machine itself scales: the bare loop with 4 processes (the same calls, shared out as above).
+  const bareFour = await bareRun(url, CALLS, 4);
+  console.log(`bare upsert loop, 4 processes:               ${describe(bareFour)}`);
   const ratio = bare.rate / one.rate;
   verdict('pgRatio', `${fmt(one.rate)} calls/s vs bare upsert ${fmt(bare.rate)} calls/s (mean of 2 runs)`, x(ratio), ratio <= 2);
   verdict('pgP99', `p99 ${fmt(one.p99, 1)} ms (p50 ${fmt(one.p50, 1)} ms; bare p99 ${fmt(bare.p99, 1)} ms)`, x(one.p99 / bare.p99, 1), one.p99 <= 10);
   verdict('pgFloor', `floor ${fmt(floor.rate)} calls/s vs bare upsert ${fmt(bare.rate)} calls/s; recordEvent ${fmt(one.rate)} calls/s is ${x(floor.rate / one.rate)} below the floor`, x(bare.rate / floor.rate), null);
   const fourRate = mean(four.rate, fourAgain.rate);
   const oneRate = mean(one.rate, oneAgain.rate);
-  verdict('pgScale', `4 processes ${fmt(fourRate)} calls/s vs 1 process ${fmt(oneRate)} calls/s (means of 2 runs each, in the order 1 4 4 1)`, x(fourRate / oneRate), fourRate >= oneRate);
+  verdict('pgScale', `4 processes ${fmt(fourRate)} calls/s vs 1 process ${fmt(oneRate)} calls/s (means of 2 runs each, in the order 1 4 4 1); the bare loop: 4 processes ${x(bareFour.rate / bare.rate)} of 1`, x(fourRate / oneRate), fourRate >= oneRate);
 }
 
 interface BatchEvent {

@@ -2,9 +2,10 @@
  * A bench worker (a copy of test/workers/record.ts with the number of calls as a parameter): records its
  * share of the planned events against PostgreSQL (or PGlite, with LAUREL_PG_URL=pglite; optionally with Redis
  * ranks), 8 calls in flight, after its warm-up and the parent's go (see `startTogether`), and prints one JSON
- * line: counts, its CPU time over the timed calls (cpuMs), seconds, p50 and p99 in ms.
+ * line: counts (retries: conflicts retried), its CPU time over the timed calls (cpuMs), seconds, p50 and p99 in ms.
  * argv: <worker index> <schema> <redis prefix|-> <processes> <calls>
  */
+import { subscribe } from 'node:diagnostics_channel';
 import Redis from 'ioredis';
 import pg from 'pg';
 import { createEngine, isLaurelError } from '../../../src/index.js';
@@ -26,6 +27,9 @@ const store = redis ? withRankIndex(pgStore, createRedisRankIndex({ redis, prefi
 const engine = createEngine({ config: multiConfig, store, retry: { attempts: 100, baseDelayMs: 2 } });
 
 await startTogether(worker, (e) => engine.recordEvent('lessons', { user: { id: e.userId, name: e.userId.toUpperCase() }, value: e.value }, { idempotencyKey: e.key }));
+// Optimistic-concurrency conflicts the engine retried during the timed calls (see README "Observability").
+let retries = 0;
+subscribe('laurel:retry', () => retries++);
 const cpu0 = process.cpuUsage();
 const { event, mine } = plan(calls, processes);
 let applied = 0;
@@ -42,7 +46,7 @@ const timing = await drive(mine(worker), 8, async (j) => {
   }
 });
 const cpu = process.cpuUsage(cpu0);
-console.log(JSON.stringify({ worker, applied, replayed, cpuMs: (cpu.user + cpu.system) / 1000, ...timing }));
+console.log(JSON.stringify({ worker, applied, replayed, retries, cpuMs: (cpu.user + cpu.system) / 1000, ...timing }));
 await pool?.end();
 await lite?.close();
 await redis?.quit();
