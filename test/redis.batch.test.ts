@@ -10,7 +10,7 @@ import { ConflictError, isLaurelErrorCode } from '../src/errors.js';
 import { createMemoryStore } from '../src/memory.js';
 import { createRedisRankIndex, withRankIndex, type RankIndex, type RedisLike, type VersionedWrite } from '../src/redis.js';
 import { sampleState } from '../src/testing/index.js';
-import type { BatchCommitOutcome, Commit, Store } from '../src/store/types.js';
+import type { BatchCommitOutcome, Commit, RankHistoryRow, Store } from '../src/store/types.js';
 import { REDIS_URL, uniq } from './servers.js';
 
 /** A small seeded generator (mulberry32), so a failure can be replayed. */
@@ -227,6 +227,36 @@ describe.skipIf(!REDIS_URL)('Redis rank index: one round trip per apply (needs L
     expect(again).toHaveLength(130);
     expect(again[119]).toMatchObject({ date: day(10), rank: 1, value: 200 });
     expect(await index.readRankHistory('lb|h', 'u', 5)).toEqual(again.slice(0, 5));
+  });
+
+  it('slots a back-dated write in at its date at any depth of a long history: updating a date, between dates, before the oldest', async () => {
+    // The script looks for the write's date from the newest row down, reading the list in growing pieces:
+    // depths at the edges of those pieces, and past the end, must all land where a whole read would.
+    const index = createRedisRankIndex({ redis: redis as Redis, prefix: `${uniq('deep')}:` });
+    const day = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 86_400_000).toISOString().slice(0, 10);
+    // The model: rows newest first, one per date; the date's first write sets previous*, every write rank/value.
+    const model: RankHistoryRow[] = [];
+    let version = 0;
+    let current: number | null = null;
+    const write = async (d: number, value: number) => {
+      version++;
+      const [change] = await index.apply([{ index: 'lb|d', userId: 'u', value, reachedAt: `${day(d)}T00:00:00.000Z`, date: day(d), version }]);
+      expect(change).toMatchObject({ previousValue: current, value, rank: 1 });
+      const at = model.findIndex((r) => r.date <= day(d));
+      if (at >= 0 && model[at]?.date === day(d)) Object.assign(model[at] as RankHistoryRow, { rank: 1, value });
+      else model.splice(at < 0 ? model.length : at, 0, { date: day(d), previousRank: current === null ? null : 1, rank: 1, previousValue: current, value });
+      current = value;
+    };
+    // Every other day for 200 days: 100 rows, the newest on day 198.
+    for (let d = 0; d < 200; d += 2) await write(d, d);
+    for (const depth of [1, 2, 7, 8, 9, 10, 39, 40, 41, 42, 99]) {
+      await write(198 - 2 * depth, 1000 + depth); // the date of the row at that depth: updated
+      await write(199 - 2 * depth, 2000 + depth); // the day after it, a date no row has: inserted
+    }
+    await write(-5, 3000); // before the oldest row
+    await write(-5, 3001); // and that row again, now the last one
+    await write(150, 4000);
+    expect(await index.readRankHistory('lb|d', 'u', 1000)).toEqual(model);
   });
 });
 

@@ -247,8 +247,33 @@ describe('Redis rank index: bounded time and typed failures (fake clients)', () 
   });
 
   it('rejects a reply of the wrong shape as StorageUnavailableError', async () => {
-    const index = createRedisRankIndex({ redis: { call: async () => '|1||1|ok' } });
-    expectUnavailable(await settle(index.apply([write(1)])), 'apply', 500);
+    for (const reply of ['|1||1|ok', '|1||1|ok||', '|1||1|ok|||1||1|ok|', ['', '1', '', '1', 'ok', ''], null]) {
+      const index = createRedisRankIndex({ redis: { call: async () => reply } });
+      expectUnavailable(await settle(index.apply([write(1)])), `apply answered ${JSON.stringify(reply)}`, 500);
+    }
+  });
+
+  it('refuses, before sending anything, a write whose date holds "|" and an expireSeconds that is no number of seconds', async () => {
+    const sent: (string | number)[][] = [];
+    const client: RedisLike = {
+      call: (command, ...args) => {
+        sent.push([command, ...args]);
+        return Promise.resolve(scriptReply(args));
+      },
+    };
+    const ok = write(1);
+    const plain = createRedisRankIndex({ redis: client });
+    await expect(plain.apply([ok, { ...write(2), date: '2026|01|01' }])).rejects.toBeInstanceOf(ValidationError);
+    for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31, '60' as unknown as number]) {
+      const index = createRedisRankIndex({ redis: client, expireSeconds: (name) => (name === 'lb|y' ? bad : null) });
+      await expect(index.apply([ok, { ...write(1), index: 'lb|y' }]), String(bad)).rejects.toBeInstanceOf(ValidationError);
+    }
+    expect(sent).toEqual([]);
+    // null and 0 keep the keys; a fraction of a second counts as the next whole second.
+    for (const [given, ttl] of [[null, '0'], [0, '0'], [0.2, '1'], [59.5, '60'], [2 ** 31 - 1, String(2 ** 31 - 1)]] as const) {
+      await createRedisRankIndex({ redis: client, expireSeconds: () => given }).apply([ok]);
+      expect(String(sent.at(-1)?.at(-1)).split('|')[6], String(given)).toBe(ttl);
+    }
   });
 
   it('fails at once, without queueing a command, while an ioredis client reports that it is reconnecting', async () => {

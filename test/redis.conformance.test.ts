@@ -76,7 +76,7 @@ describe.skipIf(!REDIS_URL)('Redis rank index specifics (needs LAUREL_REDIS_URL)
     // apply packs a write's fields into one script argument with the user id last: such ids must not shift
     // the fields or meet each other.
     const index = createRedisRankIndex({ redis: redis as Redis, prefix: `${uniq('sep')}:` });
-    const ids = ['a|b', 'a', 'a|', '|', '||1|0|x', 'line\nbreak|', '1|0|9'];
+    const ids = ['a|b', 'a', 'a|', '|', '||1|0|x', 'line\nbreak|', '1|0|9', ''];
     const at = (s: number) => `2026-01-01T00:00:0${s}.000Z`;
     for (const [i, id] of ids.entries()) {
       const [change] = await index.apply([{ index: 'i', userId: id, value: 10 + i, reachedAt: at(1), date: '2026-01-01', version: 1, thresholdRank: 1 }]);
@@ -91,6 +91,7 @@ describe.skipIf(!REDIS_URL)('Redis rank index specifics (needs LAUREL_REDIS_URL)
     expect((await index.readRange('i', 0, 10)).map((e) => [e.userId, e.value])).toEqual([
       ['a|b', 100],
       ['|', 50],
+      ['', 17],
       ['1|0|9', 16],
       ['line\nbreak|', 15],
       ['||1|0|x', 14],

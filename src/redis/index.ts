@@ -57,7 +57,11 @@ export interface RedisRankIndexOptions {
    * small (at most about 2000): the engine waits for it after a commit before answering with null ranks.
    */
   timeoutMs?: number;
-  /** Seconds an index's keys live after its last write (e.g. finished runs), or null to keep them. */
+  /**
+   * Seconds an index's keys live after its last write (e.g. finished runs), or null (or 0) to keep them. A
+   * fraction counts as the next whole second; anything else than null or a number from 0 to 2^31 - 1 makes
+   * the `apply` reject with `ValidationError` before it writes anything.
+   */
   expireSeconds?: (index: string) => number | null;
 }
 
@@ -119,14 +123,21 @@ local function one(z, h, hist, vs, remove, member, score, value, date, ttl, rank
     local at, found = 0, redis.call('LINDEX', hist, 0)
     if found and string.sub(found, 1, #date) > date then
       -- A write dated before the newest row (a user who moved west, whose activity counts by their local date,
-      -- or a clock that went back) updates or slots in at its own date, as the other stores do.
-      local rows = redis.call('LRANGE', hist, 0, -1)
+      -- or a clock that went back) updates or slots in at its own date, as the other stores do. Its date is
+      -- usually a row or two down: the rows below the newest are read in pieces of 8, 32, 128, ... until one
+      -- is not later than the date (not the whole list, which keeps every day the user was active).
       at, found = nil, nil
-      for j = 1, #rows do
-        if string.sub(rows[j], 1, #date) <= date then
-          at, found = j - 1, rows[j]
-          break
+      local from, size = 1, 8
+      while not found do
+        local rows = redis.call('LRANGE', hist, from, from + size - 1)
+        for j = 1, #rows do
+          if string.sub(rows[j], 1, #date) <= date then
+            at, found = from + j - 1, rows[j]
+            break
+          end
         end
+        if #rows < size then break end
+        from, size = from + size, size * 4
       end
     end
     if found and string.sub(found, 1, #date + 1) == date .. '|' then
@@ -346,6 +357,9 @@ const thresholdRankOf = (w: VersionedWrite): number | null => {
   return typeof t === 'number' && Number.isSafeInteger(t) && t >= 1 ? t : null;
 };
 
+/** The longest key lifetime `expireSeconds` may give, in seconds (about 68 years). */
+const MAX_TTL_SECONDS = 2 ** 31 - 1;
+
 /** Most writes one script applies: a larger `apply` (a rebuild's page, a big batch) runs as several scripts. */
 const MAX_SCRIPT_WRITES = 1000;
 
@@ -554,21 +568,42 @@ function redisRankIndex(options: RedisRankIndexOptions, prefix: string, tenant: 
     });
   }
 
+  /**
+   * Each write's key lifetime in whole seconds (0: none), checked with the writes' dates before anything is
+   * sent, so that a bad one changes nothing: a script's fields are `|`-separated (see SCRIPT), and an EXPIRE
+   * that Redis refuses would fail the script after its writes.
+   */
+  function checkedTtls(writes: readonly VersionedWrite[]): number[] {
+    const ttls = new Array<number>(writes.length);
+    for (let i = 0; i < writes.length; i++) {
+      const w = writes[i] as VersionedWrite;
+      if (typeof w.date !== 'string' || w.date.includes('|')) {
+        throw new ValidationError(`Redis rank index: apply: write ${i} has a date that is not a date (${JSON.stringify(w.date)})`, [{ path: [i, 'date'], message: 'must be a local date (YYYY-MM-DD)' }]);
+      }
+      const t = options.expireSeconds?.(w.index) ?? 0;
+      if (typeof t !== 'number' || !(t >= 0 && t <= MAX_TTL_SECONDS)) {
+        throw new ValidationError(`Redis rank index: apply: expireSeconds(${JSON.stringify(w.index)}) gave ${String(t)}, not null or a number of seconds from 0 to ${MAX_TTL_SECONDS}`, [{ path: ['expireSeconds'], message: `must give null or a number from 0 to ${MAX_TTL_SECONDS}` }]);
+      }
+      ttls[i] = Math.ceil(t);
+    }
+    return ttls;
+  }
+
   /** Runs the writes at positions `chunk` (in that order) as one script; puts their changes into `out`, and gives `out`. */
-  function applyScript(call: Sender, writes: readonly VersionedWrite[], chunk: readonly number[], out: RankChange[]): Promise<RankChange[]> {
+  function applyScript(call: Sender, writes: readonly VersionedWrite[], ttls: readonly number[], chunk: readonly number[], out: RankChange[]): Promise<RankChange[]> {
     const n = chunk.length;
     // KEYS (3 per write), then ARGV (1 per write, see SCRIPT).
     const args: (string | number)[] = new Array(4 * n);
     for (let j = 0; j < n; j++) {
-      const w = writes[chunk[j] as number] as VersionedWrite;
+      const i = chunk[j] as number;
+      const w = writes[i] as VersionedWrite;
       const tag = `${prefix}{${w.index}}:`;
       const remove = w.remove === true;
       const value = remove ? 0 : w.value;
-      const ttl = options.expireSeconds?.(w.index) ?? 0;
       args[3 * j] = `${tag}z`;
       args[3 * j + 1] = `${tag}h`;
       args[3 * j + 2] = `${tag}r:${w.userId}`;
-      args[3 * n + j] = `${w.version}|${remove ? '1' : '0'}|${memberOf(w.userId, remove ? EPOCH : w.reachedAt)}|${-value || 0}|${value}|${w.date}|${ttl}|${w.unranked ? '0' : '1'}|${thresholdRankOf(w) ?? ''}|${w.userId}`;
+      args[3 * n + j] = `${w.version}|${remove ? '1' : '0'}|${memberOf(w.userId, remove ? EPOCH : w.reachedAt)}|${-value || 0}|${value}|${w.date}|${ttls[i]}|${w.unranked ? '0' : '1'}|${thresholdRankOf(w) ?? ''}|${w.userId}`;
     }
     return run(call, args, SCRIPT, SHA, 3 * n).then((reply) => {
       const fields = typeof reply === 'string' ? reply.split('|') : null;
@@ -589,12 +624,13 @@ function redisRankIndex(options: RedisRankIndexOptions, prefix: string, tenant: 
     apply: (writes: readonly VersionedWrite[]) => bounded('apply', (call): Promise<RankChange[]> => {
       const out: RankChange[] = new Array(writes.length);
       if (writes.length === 0) return Promise.resolve(out);
+      const ttls = checkedTtls(writes);
       const groups = plan(writes, cluster);
       // The usual case: one script, one round trip.
-      if (groups.length === 1 && groups[0]?.length === 1) return applyScript(call, writes, groups[0][0] as number[], out);
+      if (groups.length === 1 && groups[0]?.length === 1) return applyScript(call, writes, ttls, groups[0][0] as number[], out);
       return Promise.all(
         groups.map(async (scripts) => {
-          for (const script of scripts) await applyScript(call, writes, script, out);
+          for (const script of scripts) await applyScript(call, writes, ttls, script, out);
         }),
       ).then(() => out);
     }),
