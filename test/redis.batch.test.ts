@@ -29,7 +29,7 @@ function rng(seed: number) {
 const VALUES = [0, 1, 1, 2, 2.5, 0.30000000000000004, -3, 10, 1e6, 7] as const;
 const INSTANTS = ['1969-12-31T23:59:59.999Z', '1900-01-02T00:00:00.000Z', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.001Z', '2026-01-02T10:00:00.000Z'] as const;
 const INDEXES = ['lb|a|2026-01-01|', 'lb|b|2026-01-01|g', 'pt|xp'] as const;
-const USERS = ['u0', 'u1', 'u2', 'u3', 'é', '🙂'] as const;
+const USERS = ['u0', 'u1', 'u2', 'u3', 'é', '🙂', 'u|1|0', '|'] as const;
 
 /** Random writes: removes, ties, stale and repeated versions, unranked writes, same-day and next-day history, thresholds. */
 function randomWrites(seed: number, n: number): VersionedWrite[] {

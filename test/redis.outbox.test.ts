@@ -194,7 +194,7 @@ describe('withRankIndex: rank_changed events completed from RankIndex.preview', 
 });
 
 const INDEXES = ['lb|a', 'lb|b|g', 'pt|u'] as const;
-const USERS = ['u0', 'u1', 'u2', 'u3', 'é', '🙂'] as const;
+const USERS = ['u0', 'u1', 'u2', 'u3', 'é', '🙂', 'u|1|0', '|'] as const;
 const VALUES = [0, 1, 1, 2, 2.5, 0.1, 0.30000000000000004, -3, 10, 1e6] as const;
 const INSTANTS = ['1969-12-31T23:59:59.999Z', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.001Z', '2026-01-02T10:00:00.000Z'] as const;
 
