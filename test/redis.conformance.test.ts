@@ -103,11 +103,14 @@ describe.skipIf(!REDIS_URL)('Redis rank index specifics (needs LAUREL_REDIS_URL)
 
   it('expires the keys of indexes it is told to', async () => {
     const prefix = `${uniq('ttl')}:`;
-    const index = createRedisRankIndex({ redis: redis as Redis, prefix, expireSeconds: (name) => (name.startsWith('lb|') ? 60 : null) });
+    const index = createRedisRankIndex({ redis: redis as Redis, prefix, expireSeconds: (name) => (name.startsWith('lb|') ? 60 : name.startsWith('f|') ? 0.5 : null) });
     await index.apply([{ index: 'lb|run', userId: 'u', value: 1, reachedAt: '2026-01-01T00:00:00.000Z', date: '2026-01-01', version: 1 }]);
     await index.apply([{ index: 'pt|xp', userId: 'u', value: 1, reachedAt: '2026-01-01T00:00:00.000Z', date: '2026-01-01', version: 1 }]);
     expect(Number(await redis?.ttl(`${prefix}{lb|run}:z`))).toBeGreaterThan(0);
     expect(Number(await redis?.ttl(`${prefix}{pt|xp}:z`))).toBe(-1);
+    // Half a second counts as one (Redis refuses a fractional EXPIRE, which failed the call after its writes).
+    expect((await index.apply([{ index: 'f|x', userId: 'u', value: 1, reachedAt: '2026-01-01T00:00:00.000Z', date: '2026-01-01', version: 1 }]))[0]).toMatchObject({ rank: 1 });
+    expect(Number(await redis?.pttl(`${prefix}{f|x}:z`))).toBeGreaterThan(0);
   });
 });
 

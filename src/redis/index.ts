@@ -58,9 +58,9 @@ export interface RedisRankIndexOptions {
    */
   timeoutMs?: number;
   /**
-   * Seconds an index's keys live after its last write (e.g. finished runs), or null (or 0) to keep them. A
-   * fraction counts as the next whole second; anything else than null or a number from 0 to 2^31 - 1 makes
-   * the `apply` reject with `ValidationError` before it writes anything.
+   * Seconds an index's keys live after its last write (e.g. finished runs), or null (or 0, a negative number,
+   * NaN) to keep them. A fraction counts as the next whole second. A value that is no number, or above 10^12
+   * (Infinity included), makes the `apply` reject with `ValidationError` before it writes anything.
    */
   expireSeconds?: (index: string) => number | null;
 }
@@ -357,8 +357,11 @@ const thresholdRankOf = (w: VersionedWrite): number | null => {
   return typeof t === 'number' && Number.isSafeInteger(t) && t >= 1 ? t : null;
 };
 
-/** The longest key lifetime `expireSeconds` may give, in seconds (about 68 years). */
-const MAX_TTL_SECONDS = 2 ** 31 - 1;
+/**
+ * The longest key lifetime `expireSeconds` may give, in seconds (some 31,700 years): well inside what EXPIRE
+ * takes, and written exactly by the script's number formatting (14 significant digits).
+ */
+const MAX_TTL_SECONDS = 1e12;
 
 /** Most writes one script applies: a larger `apply` (a rebuild's page, a big batch) runs as several scripts. */
 const MAX_SCRIPT_WRITES = 1000;
@@ -581,10 +584,11 @@ function redisRankIndex(options: RedisRankIndexOptions, prefix: string, tenant: 
         throw new ValidationError(`Redis rank index: apply: write ${i} has a date that is not a date (${JSON.stringify(w.date)})`, [{ path: [i, 'date'], message: 'must be a local date (YYYY-MM-DD)' }]);
       }
       const t = options.expireSeconds?.(w.index) ?? 0;
-      if (typeof t !== 'number' || !(t >= 0 && t <= MAX_TTL_SECONDS)) {
-        throw new ValidationError(`Redis rank index: apply: expireSeconds(${JSON.stringify(w.index)}) gave ${String(t)}, not null or a number of seconds from 0 to ${MAX_TTL_SECONDS}`, [{ path: ['expireSeconds'], message: `must give null or a number from 0 to ${MAX_TTL_SECONDS}` }]);
+      if (typeof t !== 'number' || t > MAX_TTL_SECONDS) {
+        throw new ValidationError(`Redis rank index: apply: expireSeconds(${JSON.stringify(w.index)}) gave ${String(t)}, not null or a number of seconds up to ${MAX_TTL_SECONDS}`, [{ path: ['expireSeconds'], message: `must give null or a number up to ${MAX_TTL_SECONDS}` }]);
       }
-      ttls[i] = Math.ceil(t);
+      // NaN, 0 and below: the keys are kept (as the script always did with them).
+      ttls[i] = t > 0 ? Math.ceil(t) : 0;
     }
     return ttls;
   }
