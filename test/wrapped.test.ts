@@ -192,6 +192,29 @@ onEachStore('getWrapped', (kind) => {
     expect(Object.keys((await t.engine.getWrapped('u1', { year: 2024 })).activity.entireYear.leaderboards)).toEqual(['xp']);
   });
 
+  it('answers for boards with an end: one that does not repeat, and a weekly one whose end cuts its last run short', async () => {
+    // Both used to loop for ever (the run after the last one was that run again) until the process ran out
+    // of memory, found by a widened store differential.
+    const ending = defineConfig({
+      metrics: [{ key: 'lessons', name: 'Lessons' }],
+      leaderboards: [
+        { key: 'once', name: 'Once', rankBy: 'metric', metricKey: 'lessons', start: '2026-01-03', end: '2026-01-20', timeZone: 'UTC' },
+        { key: 'weeks', name: 'Weeks', rankBy: 'metric', metricKey: 'lessons', start: '2026-01-05', end: '2026-01-20', runUnit: 'day', runInterval: 7, timeZone: 'UTC' },
+      ],
+    });
+    const t = await setupOn(kind, ending, '2026-01-19T10:00:00Z');
+    await t.engine.recordEvent('lessons', { user: { id: 'a' }, value: 2 });
+    t.set('2026-01-20T10:00:00Z');
+    await t.engine.recordEvent('lessons', { user: { id: 'b' }, value: 9 });
+    for (const now of ['2026-01-20T11:00:00Z', '2026-02-10T00:00:00Z']) {
+      t.set(now);
+      const boards = (await t.engine.getWrapped('a', { year: 2026 })).activity.entireYear.leaderboards;
+      expect(boards.once, now).toMatchObject({ start: '2026-01-03', end: '2026-01-20', rank: 1, value: 2 });
+      // The week of 2026-01-19 ends with the board on the 20th; on the 19th a ranked first with 2 (b came later).
+      expect(boards.weeks, now).toMatchObject({ start: '2026-01-19', end: '2026-01-20', rank: 1, value: 2 });
+    }
+  });
+
   it('answers an empty year with zero counts, the year\'s first day, week and month, and no streak', async () => {
     const t = await setupOn(kind, config, '2024-12-20T12:00:00Z');
     await story(t);
