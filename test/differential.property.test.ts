@@ -53,6 +53,9 @@ const config = defineConfig({
     { key: 'valueOf', name: 'Weekly', rankBy: 'metric', metricKey: 'toString', start: '2026-01-05', runUnit: 'day', runInterval: 7 },
     { key: 'by-plan', name: 'By plan', rankBy: 'points', pointsSystemKey: 'toString', start: '2026-01-01', breakdownAttributes: ['valueOf'], maxParticipants: 3 },
     { key: 'streaks', name: 'Streaks', rankBy: 'streak', start: '2026-01-01' },
+    // Boards that end while the calls run: one that does not repeat, and one whose end cuts its last run short.
+    { key: 'sprint', name: 'Sprint', rankBy: 'metric', metricKey: 'toString', start: '2026-01-03', end: '2026-01-09' },
+    { key: 'threes', name: 'Threes', rankBy: 'metric', metricKey: 'toString', start: '2026-01-05', end: '2026-01-08', runUnit: 'day', runInterval: 3, maxParticipants: 2 },
   ],
 });
 
