@@ -3,7 +3,7 @@ import Redis from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../src/memory.js';
 import { createPostgresStore } from '../src/postgres.js';
-import { createEngine, defineConfig } from '../src/index.js';
+import { createEngine, defineConfig, ValidationError } from '../src/index.js';
 import { createRedisRankIndex, rebuildRankIndex, withRankIndex } from '../src/redis.js';
 import { describeStoreConformance } from '../src/testing/vitest.js';
 import { REDIS_URL, uniq } from './servers.js';
@@ -99,6 +99,27 @@ describe.skipIf(!REDIS_URL)('Redis rank index specifics (needs LAUREL_REDIS_URL)
       ['a', 11],
     ]);
     expect(await index.readRankHistory('i', 'line\nbreak|', 5)).toEqual([{ date: '2026-01-01', previousRank: null, rank: 1, previousValue: null, value: 15 }]);
+  });
+
+  it('refuses user ids and index names with lone surrogates (Redis would keep both as U+FFFD: one key for two ids)', async () => {
+    const prefix = `${uniq('lone')}:`;
+    const index = createRedisRankIndex({ redis: redis as Redis, prefix });
+    const w = { index: 'i', value: 1, reachedAt: '2026-01-01T00:00:00.000Z', date: '2026-01-01', version: 1 };
+    const refused = [
+      () => index.apply([{ ...w, userId: 'ok' }, { ...w, userId: '\uD800' }]),
+      () => index.apply([{ ...w, userId: 'ok', index: 'i\uDC00' }]),
+      async () => index.preview?.([{ ...w, userId: '\uDC00' }]),
+      () => index.getEntry('i', '\uD800'),
+      () => index.readRankHistory('i', 'x\uDC00', 5),
+      () => index.erase('\uD800', ['i']),
+      () => index.erase('ok', ['i', '\uDBFF']),
+    ];
+    for (const [i, call] of refused.entries()) await expect(call(), String(i)).rejects.toBeInstanceOf(ValidationError);
+    // Nothing was written, not even the well-formed write before the bad one.
+    expect(await redis?.keys(`${prefix}*`)).toEqual([]);
+    // A surrogate pair is well-formed.
+    await index.apply([{ ...w, userId: '\uD83D\uDE00' }]);
+    expect(await index.getEntry('i', '😀')).toMatchObject({ rank: 1, value: 1 });
   });
 
   it('expires the keys of indexes it is told to', async () => {

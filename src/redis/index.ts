@@ -358,6 +358,17 @@ const thresholdRankOf = (w: VersionedWrite): number | null => {
 };
 
 /**
+ * Refuses text that Redis would not get as given: ioredis sends UTF-8, in which a lone surrogate becomes
+ * U+FFFD, so two user ids (or index names) that differ only there would name one hash field and one history
+ * list. (The engine refuses such ids before they get here; this guards direct callers.)
+ */
+function checkText(method: string, path: (string | number)[], value: unknown): void {
+  if (typeof value !== 'string' || !(value as string & { isWellFormed(): boolean }).isWellFormed()) {
+    throw new ValidationError(`Redis rank index: ${method}: ${path.join('.')} must be well-formed text (no lone surrogates, which Redis would keep as U+FFFD)`, [{ path, message: 'must be a string of well-formed UTF-16' }]);
+  }
+}
+
+/**
  * The longest key lifetime `expireSeconds` may give, in seconds (some 31,700 years): well inside what EXPIRE
  * takes, and written exactly by the script's number formatting (14 significant digits).
  */
@@ -572,14 +583,16 @@ function redisRankIndex(options: RedisRankIndexOptions, prefix: string, tenant: 
   }
 
   /**
-   * Each write's key lifetime in whole seconds (0: none), checked with the writes' dates before anything is
-   * sent, so that a bad one changes nothing: a script's fields are `|`-separated (see SCRIPT), and an EXPIRE
+   * Each write's key lifetime in whole seconds (0: none), checked with the writes' ids, index names and
+   * dates before anything is sent, so that a bad one changes nothing: a script's fields are `|`-separated (see SCRIPT), and an EXPIRE
    * that Redis refuses would fail the script after its writes.
    */
   function checkedTtls(writes: readonly VersionedWrite[]): number[] {
     const ttls = new Array<number>(writes.length);
     for (let i = 0; i < writes.length; i++) {
       const w = writes[i] as VersionedWrite;
+      checkText('apply', [i, 'userId'], w.userId);
+      checkText('apply', [i, 'index'], w.index);
       if (typeof w.date !== 'string' || w.date.includes('|')) {
         throw new ValidationError(`Redis rank index: apply: write ${i} has a date that is not a date (${JSON.stringify(w.date)})`, [{ path: [i, 'date'], message: 'must be a local date (YYYY-MM-DD)' }]);
       }
@@ -642,6 +655,10 @@ function redisRankIndex(options: RedisRankIndexOptions, prefix: string, tenant: 
     preview: (writes: readonly LeaderboardWrite[]) => bounded('preview', async (call): Promise<RankChange[]> => {
       const out: RankChange[] = new Array(writes.length);
       if (writes.length === 0) return out;
+      writes.forEach((w, i) => {
+        checkText('preview', [i, 'userId'], w.userId);
+        checkText('preview', [i, 'index'], w.index);
+      });
       // One script for all the writes (its overlay carries the earlier writes' outcome to the later ones); on a
       // cluster one per index (one hash slot each), side by side. Read-only, so never cut into several.
       const groups = groupsOf(writes, cluster);
@@ -669,6 +686,8 @@ function redisRankIndex(options: RedisRankIndexOptions, prefix: string, tenant: 
     }),
 
     getEntry: (index, userId) => bounded('getEntry', async (call): Promise<RankedEntry | null> => {
+      checkText('getEntry', ['index'], index);
+      checkText('getEntry', ['userId'], userId);
       // One script, so a write between reading the entry and ranking it cannot make a present entry read null.
       const k = keys(index);
       const reply = (await run(call, [k.z, k.h, userId], GET_SCRIPT, GET_SHA, 2)) as [string, string, number] | null;
@@ -701,6 +720,8 @@ function redisRankIndex(options: RedisRankIndexOptions, prefix: string, tenant: 
     }),
 
     readRankHistory: (index, userId, limit) => bounded('readRankHistory', async (call): Promise<RankHistoryRow[]> => {
+      checkText('readRankHistory', ['index'], index);
+      checkText('readRankHistory', ['userId'], userId);
       if (limit <= 0) return [];
       const rows = (await call.send('LRANGE', keys(index).r(userId), 0, limit - 1)) as string[];
       return rows.map((row) => {
@@ -710,6 +731,8 @@ function redisRankIndex(options: RedisRankIndexOptions, prefix: string, tenant: 
     }),
 
     erase: (userId, indexes, version) => bounded('erase', async (call): Promise<void> => {
+      checkText('erase', ['userId'], userId);
+      indexes.forEach((index, i) => checkText('erase', ['indexes', i], index));
       if (indexes.length === 0) return;
       const tomb = version === undefined ? '' : String(version);
       const script = async (names: readonly string[]) => {
