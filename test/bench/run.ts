@@ -849,8 +849,8 @@ async function httpBench() {
 interface WorkerReport {
   applied: number;
   replayed: number;
-  /** Optimistic-concurrency conflicts retried (engine workers only). */
-  retries?: number;
+  /** Version or idempotency conflicts the store reported, each retried by the engine (engine workers only). */
+  conflicts?: number;
   /** The worker's CPU time over its timed calls, in ms. */
   cpuMs?: number;
   p50: number;
@@ -860,8 +860,8 @@ interface WorkerReport {
 interface RunFigures {
   rate: number;
   calls: number;
-  /** Conflicts the engine retried, all workers together (engine runs only). */
-  retries?: number;
+  /** Conflicts the store reported, all workers together (engine runs only). */
+  conflicts?: number;
   /** CPU per call of the worker processes, and of the rest of the machine in the same window (µs). */
   workerCpuUs?: number;
   restCpuUs?: number;
@@ -874,7 +874,7 @@ const describe = (f: RunFigures) =>
   `${fmt(f.rate)} calls/s (${fmt(f.calls)} calls); p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms` +
   (f.workerCpuUs !== undefined ? `; CPU per call: ${fmt(f.workerCpuUs, 0)} µs in the workers${f.restCpuUs !== undefined ? `, ${fmt(f.restCpuUs, 0)} µs in the rest of the machine (the database server, mostly)` : ''}` : '') +
   (f.busy !== undefined ? `; machine ${fmt(f.busy * 100, 0)}% busy` : '') +
-  (f.retries !== undefined ? `; ${fmt(f.retries)} conflicts retried` : '');
+  (f.conflicts !== undefined ? `; ${fmt(f.conflicts)} conflicts retried` : '');
 
 /** The machine's busy CPU time so far in ms (all cores; /proc/stat), or null where there is none. */
 function machineBusyMs(): number | null {
@@ -986,7 +986,7 @@ async function runWorkers(url: string, processes: number, args: (w: number) => s
   const reports = outs.map((o) => JSON.parse(o.trim().split('\n').pop() as string) as WorkerReport);
   const calls = reports.reduce((s, r) => s + r.applied + r.replayed, 0);
   const figures: RunFigures = { calls, rate: calls / Math.max(...reports.map((r) => r.seconds)), p50: median(reports.map((r) => r.p50)), p99: Math.max(...reports.map((r) => r.p99)) };
-  if (reports.every((r) => r.retries !== undefined)) figures.retries = reports.reduce((s, r) => s + (r.retries as number), 0);
+  if (reports.every((r) => r.conflicts !== undefined)) figures.conflicts = reports.reduce((s, r) => s + (r.conflicts as number), 0);
   // CPU per call: the workers' own (engine, driver), and the rest of the machine's busy time over the same
   // window (the database server, mostly, and the workers' exit; Linux only).
   const busy1 = machineBusyMs();
