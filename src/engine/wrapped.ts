@@ -425,9 +425,9 @@ async function boardRanks(ctx: WrappedContext, state: UserState, userId: string,
       const oldest = maxDate(run.start, yearFirst);
       const limit = Math.floor((Date.parse(newest) - Date.parse(oldest)) / 86_400_000) + 3;
       if (limit > 0) reads.push({ board: b, run, index: boardIndex(b.key, run.start, group), limit });
-      // The board's last run: no end, or the board's end (a board that does not repeat has one run, and a
-      // repeating board's end may cut its last run short: the run after it would be that same run again).
-      if (run.end === null || (b.end !== null && run.end >= b.end)) break;
+      if (run.end === null) break;
+      // After the board's last run comes that run again (a board that does not repeat has one run, and a
+      // repeating board's end may cut its last run short): stop there.
       const next = runContaining(b, addDays(run.end, 1));
       if (next.start <= run.start) break;
       run = next;

@@ -587,7 +587,7 @@ function redisRankIndex(options: RedisRankIndexOptions, prefix: string, tenant: 
    * dates before anything is sent, so that a bad one changes nothing: a script's fields are `|`-separated (see SCRIPT), and an EXPIRE
    * that Redis refuses would fail the script after its writes.
    */
-  function checkedTtls(writes: readonly VersionedWrite[]): number[] {
+  function checkedWrites(writes: readonly VersionedWrite[]): number[] {
     const ttls = new Array<number>(writes.length);
     for (let i = 0; i < writes.length; i++) {
       const w = writes[i] as VersionedWrite;
@@ -641,7 +641,7 @@ function redisRankIndex(options: RedisRankIndexOptions, prefix: string, tenant: 
     apply: (writes: readonly VersionedWrite[]) => bounded('apply', (call): Promise<RankChange[]> => {
       const out: RankChange[] = new Array(writes.length);
       if (writes.length === 0) return Promise.resolve(out);
-      const ttls = checkedTtls(writes);
+      const ttls = checkedWrites(writes);
       const groups = plan(writes, cluster);
       // The usual case: one script, one round trip.
       if (groups.length === 1 && groups[0]?.length === 1) return applyScript(call, writes, ttls, groups[0][0] as number[], out);

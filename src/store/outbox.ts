@@ -175,11 +175,19 @@ class KeptPoints extends KeptEvent {
 
   /** The completed event: `{ type, user, points }` with `points` as the core built it. */
   complete(): Omit<ChangeEvent, 'rank'> {
+    // Built from the same field lists the event was kept by, so the two cannot drift apart.
     const a = this.awards;
     const awards: Record<string, unknown>[] = [];
-    for (let i = 0; i < a.length; i += 5) awards.push({ id: a[i], awarded: a[i + 1], date: a[i + 2], total: a[i + 3], trigger: a[i + 4] });
-    const s = this.system;
-    const points: Record<string, unknown> = { id: s[0], key: s[1], name: s[2], description: s[3], badgeUrl: s[4], maxPoints: s[5], total: this.total, added: this.added, awards };
+    for (let i = 0; i < a.length; i += AWARD_FIELDS.length) {
+      const award: Record<string, unknown> = {};
+      AWARD_FIELDS.forEach((k, j) => (award[k] = a[i + j]));
+      awards.push(award);
+    }
+    const points: Record<string, unknown> = {};
+    SYSTEM_FIELDS.forEach((k, j) => (points[k] = this.system[j]));
+    points.total = this.total;
+    points.added = this.added;
+    points.awards = awards;
     if (this.level !== NO_LEVEL) points.level = this.level;
     return { id: this.id, type: this.type, userId: this.userId, at: this.at, payload: { type: this.payloadType, user: this.user, points } };
   }
@@ -222,6 +230,7 @@ export function compactPoints(c: Omit<ChangeEvent, 'rank'>): { points: Readonly<
   for (let i = 0; i < list.length; i++) {
     const a: unknown = list[i];
     if (!isPlain(a) || keysMatching(a, AWARD_FIELDS) < 0) return undefined;
+    // AWARD_FIELDS in their order (just checked), read by name: this runs in every commit that keeps one.
     awards[i * 5] = a.id;
     awards[i * 5 + 1] = a.awarded;
     awards[i * 5 + 2] = a.date;
