@@ -27,6 +27,7 @@
  * (with `ranksUnavailable`, as the ranks were in the lost answer), anything else `committed: false`, or
  * `'unknown'` if it could not be read.
  */
+import { checkCounters } from '../store/counters.js';
 import { ConflictError, isLaurelError, storageError, StorageUnavailableError, ValidationError, type LaurelError } from '../errors.js';
 import type { ChangeEvent, IdempotencyRecord, LedgerRow, StoredChange } from '../core/types.js';
 import type { BatchCommitOutcome, ChangesPage, Commit, CommitResult, DeliveryRecord, ErasureResult, EventLoad, EventsPage, LedgerPage, LedgerQuery, OutboxStore, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
@@ -749,6 +750,9 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
    * deadlock included) or with a `StorageUnavailableError` from the read-back.
    */
   async function commitAll(method: string, commits: readonly Commit[], tenant: string): Promise<BatchCommitOutcome[]> {
+    // Before anything is sent (the counters column is a bigint: a fraction would fail the whole statement).
+    if (commits.length === 1) checkCounters((commits[0] as Commit).counters);
+    else commits.forEach((c, i) => checkCounters(c.counters, ['commits', i, 'counters']));
     const token = globalThis.crypto.randomUUID();
     const probes = commits.map((c): CommitProbe => {
       const first = c.ledger[0];
@@ -1102,6 +1106,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       // One statement (erase_user, migration 005), so one transaction; see the function for what it deletes
       // and its lock order.
       async eraseUser(erasure): Promise<ErasureResult> {
+        checkCounters(erasure.counters);
         const token = globalThis.crypto.randomUUID();
         const date = erasure.reset ? erasure.reset.state.user.updated.slice(0, 10) : null;
         const reset = erasure.reset ? wireCommit(erasure.reset, sqlRanks) : erasure.reset;

@@ -16,6 +16,7 @@ import { instantOf, OrderedIndex, type IndexEntry } from './ordered-index.js';
 import type { BatchCommitOutcome, Commit, CommitResult, Erasure, ErasureResult, EventsPage, LedgerPage, LedgerQuery, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState, OutboxStore } from './types.js';
 import { MemoryOutbox } from './outbox.js';
 import { frozenJsonCopy } from './json-copy.js';
+import { checkCounters } from './counters.js';
 
 interface StoredUser {
   state: VersionedState['state'];
@@ -563,6 +564,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
 
   /** A commit, checked and applied with nothing awaited: a conflict throws with nothing changed. */
   const commitNow = (c: Commit): CommitResult => {
+    checkCounters(c.counters);
     const conflict = conflictOf(c);
     if (conflict) throw conflict;
     return apply(c, prepare(c.ledger, c.leaderboard));
@@ -657,6 +659,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
    * holds (boards and rank histories are kept per index) plus the user's own entries and ledgers.
    */
   const erase = (e: Erasure): ErasureResult => {
+    checkCounters(e.counters);
     const current = users.get(e.userId);
     const currentVersion = current ? current.version : 0;
     if (currentVersion !== e.expectedVersion) {
@@ -754,6 +757,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     },
     async commitBatch(commits) {
       if (options.beforeCommit) for (const c of commits) await options.beforeCommit(c);
+      commits.forEach((c, i) => checkCounters(c.counters, ['commits', i, 'counters']));
       const prepared = commits.map((c) => prepare(c.ledger, c.leaderboard));
       const out: BatchCommitOutcome[] = [];
       const refused = new Map<string, ConflictError>();

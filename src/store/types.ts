@@ -26,7 +26,11 @@ export interface Commit {
   ledger: LedgerRow[];
   /** Absolute writes of the user's board entries, in order. */
   leaderboard: LeaderboardWrite[];
-  /** Increments of named counters (`users`, `achievement:<key>`). */
+  /**
+   * Increments of named counters (`users`, `achievement:<key>`): safe integers, under names of well-formed text
+   * of at most 1,000 characters without NUL. The built-in stores refuse anything else with a `ValidationError`
+   * before any change.
+   */
   counters: Record<string, number>;
   /** The idempotency record to store with it (its (user, metric, key) must not exist yet), or null. */
   idempotency: IdempotencyRecord | null;
@@ -141,7 +145,8 @@ export interface Erasure {
   expectedVersion: number;
   /**
    * Counter increments applied with the erasure, e.g. `users: -1` and `achievement:<key>: -1` per achievement
-   * the user held (the engine computes them from the user's state: stores decide no rules).
+   * the user held (the engine computes them from the user's state: stores decide no rules). Whole numbers
+   * only, as a commit's `counters`.
    */
   counters: Record<string, number>;
   /**
