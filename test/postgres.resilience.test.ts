@@ -6,7 +6,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConflictError, isLaurelError, StorageUnavailableError, type LaurelError } from '../src/index.js';
+import { ConflictError, isLaurelError, StorageUnavailableError, type ChangeEvent, type LaurelError } from '../src/index.js';
 import { createPostgresStore, type PostgresStore, type Queryable, type QueryResult } from '../src/postgres.js';
 import { sampleState } from '../src/testing/index.js';
 import type { Commit } from '../src/store/types.js';
@@ -292,7 +292,8 @@ describe.skipIf(!PG_URL)('a commit whose answer was lost, on a server (pg Pool)'
 
 /**
  * Single-connection mode: while commits run, other calls' reads fail (a NUL in a text parameter) and commits that fail
- * after writing (a counter increment bigint refuses) run too. None may abort another call's transaction, and
+ * after writing (a change event without an id, which the outbox's NOT NULL refuses in the function's last
+ * statement) run too. None may abort another call's transaction, and
  * no read may see a write that was rolled back.
  */
 async function interleave(store: PostgresStore) {
@@ -319,7 +320,7 @@ async function interleave(store: PostgresStore) {
   })();
   const failingCommits = (async () => {
     for (let i = 0; i < rounds; i++) {
-      await store.commit(commitOf('v', 1, { counters: { bad: 0.5 } })).then(
+      await store.commit({ ...commitOf('v', 1, { counters: { bad: 1 } }), changes: [{ type: 'metric.recorded', userId: 'v', at: '2026-01-01T00:00:00.000Z', payload: {} } as unknown as ChangeEvent] }).then(
         () => undefined,
         (e: unknown) => {
           expect(e).toBeInstanceOf(StorageUnavailableError);
