@@ -711,9 +711,10 @@ describe('memory outbox: points events', () => {
       }),
       { numRuns: 300 },
     );
-    // Both paths taken, each many times.
-    expect(compacted).toBeGreaterThan(100);
-    expect(whole).toBeGreaterThan(100);
+    // Both paths taken, each many times: a run draws about 100-150 compacted events and 900 whole ones (random:
+    // a bound of 100 failed once at 99), so the bound stays well below.
+    expect(compacted).toBeGreaterThan(40);
+    expect(whole).toBeGreaterThan(40);
   });
 
   /** A points.changed event of the engine's shape with `points` (its system `id`, `name`, `maxPoints`). */
