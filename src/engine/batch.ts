@@ -81,19 +81,21 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
   const { config, store } = deps;
   const results: (BatchEventResult | undefined)[] = new Array(input.length);
   const byUser = new Map<string, Pending[]>();
-  input.forEach((raw, at) => {
+  // An index loop, not forEach: a hole in a sparse array is an entry too (read as undefined, and refused).
+  for (let at = 0; at < input.length; at++) {
+    const raw: unknown = input[at];
     const r = (typeof raw === 'object' && raw !== null ? raw : {}) as Partial<BatchEvent>;
     const event = eventOf(r.metricKey as string, r, r);
     try {
       validateEvent(config, event);
     } catch (error) {
       results[at] = { ok: false, error: error as LaurelError };
-      return;
+      continue;
     }
     let list = byUser.get(event.user.id);
     if (!list) byUser.set(event.user.id, (list = []));
     list.push({ at, event, commit: null, response: null, now: null });
-  });
+  }
   if (byUser.size === 0) return results as BatchEventResult[];
 
   const redo: Pending[][] = [];
@@ -188,14 +190,14 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
       redo.push(list.slice(last + 1));
     }
   });
-  for (const list of redo) {
-    for (const p of list) {
-      try {
-        results[p.at] = { ok: true, response: await deps.recordOne(p.event) };
-      } catch (error) {
-        if (!isLaurelError(error)) throw error;
-        results[p.at] = { ok: false, error };
-      }
+  // In input order across users (redo holds each user's list), as one by one: ranks, rank history and who
+  // enters a full board first depend on the order of every user's events, not just each user's own.
+  for (const p of redo.flat().sort((a, b) => a.at - b.at)) {
+    try {
+      results[p.at] = { ok: true, response: await deps.recordOne(p.event) };
+    } catch (error) {
+      if (!isLaurelError(error)) throw error;
+      results[p.at] = { ok: false, error };
     }
   }
   return results as BatchEventResult[];
