@@ -15,19 +15,19 @@ const config = defineConfig({
 });
 
 it('a batch refused whole is redone in input order, with the ranks one by one gives', async () => {
-  const events: BatchEvent[] = [
+  const events: BatchEvent<'lessons'>[] = [
     { metricKey: 'lessons', user: { id: 'a' }, value: 1 },
     { metricKey: 'lessons', user: { id: 'b' }, value: 2 },
     { metricKey: 'lessons', user: { id: 'a' }, value: 5 },
     { metricKey: 'lessons', user: { id: 'c' }, value: 3 },
   ];
   const run = async (refuseFirst: boolean) => {
-    const inner = createMemoryStore();
+    const inner = createMemoryStore() as ReturnType<typeof createMemoryStore> & Required<Pick<Store, 'loadForEvents' | 'commitBatch'>>;
     let refuse = refuseFirst;
     // As the PostgreSQL store answers a serialization failure or deadlock: every commit of the batch refused.
     const store: Store = {
       ...inner,
-      loadForEvents: inner.loadForEvents.bind(inner),
+      loadForEvents: (users, lookups) => inner.loadForEvents(users, lookups),
       commitBatch: async (cs) => {
         if (refuse) {
           refuse = false;
@@ -55,12 +55,12 @@ it('a batch refused whole is redone in input order, with the ranks one by one gi
 
 it('holes in a sparse input array are refused like any entry that is not an event', async () => {
   const engine = createEngine({ config, store: createMemoryStore(), clock: () => new Date('2026-01-05T10:00:00Z') });
-  const events = new Array<BatchEvent>(3);
+  const events = new Array<BatchEvent<'lessons'>>(3);
   events[1] = { metricKey: 'lessons', user: { id: 'u' }, value: 1 };
   const out = await engine.recordEvents(events);
   expect(out).toHaveLength(3);
   const holes = [out[0], out[2]];
-  const refusedLikeUndefined = (await engine.recordEvents([undefined as unknown as BatchEvent]))[0];
+  const refusedLikeUndefined = (await engine.recordEvents([undefined as unknown as BatchEvent<'lessons'>]))[0];
   for (const r of holes) {
     expect(r?.ok).toBe(false);
     expect(r).toEqual(refusedLikeUndefined);
