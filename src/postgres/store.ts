@@ -478,6 +478,10 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         if (typeof end === 'function') Promise.resolve(end.call(q)).catch(() => undefined);
         throw error;
       }
+      // A client knows its server process only once connected (pg.Client's processID is null before): read
+      // now, so that a broken connection's statement is waited out before its outcome is read back.
+      const processID = (q as { processID?: unknown }).processID;
+      if (typeof processID === 'number') fresh.pid = processID;
     }
     session = fresh;
     return session;
