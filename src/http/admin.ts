@@ -16,7 +16,7 @@
  * Ids in paths are the configuration's ids (explicit `id`s, or the stable UUIDs derived from keys); keys are
  * accepted too. Per-item failures of the batch operations are `issues`, as the service reports them.
  */
-import { isLaurelError, NotFoundError, ValidationError, type NotFoundKind } from '../errors.js';
+import { isLaurelError, NotFoundError, storageError, ValidationError, type NotFoundKind } from '../errors.js';
 import type { Engine } from '../engine/engine.js';
 import type { LaurelConfig, CompiledPointsSystem } from '../config/define.js';
 import type { PointsBoost } from '../core/boosts.js';
@@ -174,6 +174,17 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
     return out;
   };
   /** Every boost of a system, finished ones included, with its status now. */
+  /**
+   * A read of the store itself (the engine has no call for it), failing typed as the engine's own reads do: a
+   * driver error is a StorageUnavailableError (503), never a raw error (500).
+   */
+  const stored = async <T>(method: string, read: () => Promise<T>): Promise<T> => {
+    try {
+      return await read();
+    } catch (error) {
+      throw storageError(`store.${method}`, error);
+    }
+  };
   const allBoosts = (s: CompiledPointsSystem) => e.listBoosts(s.key, { includeFinished: true });
   /** The runtime boosts `ids` of a system as the engine lists them (their status is the engine's clock's). */
   const boostsById = async (s: CompiledPointsSystem, ids: readonly string[]) => {
@@ -262,7 +273,7 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
         // without it every user is read, a page at a time, until each id is found.
         const owners = new Map<string, string>();
         const look = async (userIds: readonly string[]) => {
-          const states = await e.store.loadUsers(userIds);
+          const states = await stored('loadUsers', () => e.store.loadUsers(userIds));
           for (const loaded of states) for (const p of loaded?.state.streak?.pauses ?? []) if (ids.includes(p.id)) owners.set(p.id, loaded!.state.user.id);
         };
         const hinted = listParam(url, 'userId');
@@ -270,7 +281,7 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
         else {
           let after: string | undefined;
           while (owners.size < ids.length) {
-            const users = await e.store.listUsers(after === undefined ? { limit: 500 } : { after, limit: 500 });
+            const users = await stored('listUsers', () => e.store.listUsers(after === undefined ? { limit: 500 } : { after, limit: 500 }));
             if (users.length > 0) await look(users);
             if (users.length < 500) break;
             after = users[users.length - 1];
@@ -356,7 +367,7 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
         const s = systemOf(params.systemId as string);
         const id = params.id as string;
         const configured = s.boosts.some((b) => b.id === id);
-        const record = configured ? null : await e.store.getBoost(id);
+        const record = configured ? null : await stored('getBoost', () => e.store.getBoost(id));
         const found = configured || record?.pointsSystemKey === s.key ? (await boostsById(s, [id])).get(id) : undefined;
         if (!found) throw notFound('boost', id);
         return json(200, boost(s, found));
@@ -416,7 +427,14 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
             issues.push({ id, severity: 'error', message: 'A configured boost is configuration in Laurel: change pointsSystems[].boosts' });
             continue;
           }
-          const current = await e.store.getBoost(id);
+          // A failed look-up is this item's issue: the items before it may be committed already.
+          let current: Awaited<ReturnType<typeof e.store.getBoost>>;
+          try {
+            current = await stored('getBoost', () => e.store.getBoost(id));
+          } catch (error) {
+            issues.push({ id, severity: 'error', message: failure(error) });
+            continue;
+          }
           if (!current || current.pointsSystemKey !== s.key) {
             issues.push({ id, severity: 'error', message: 'Points boost not found by ID' });
             continue;
@@ -443,7 +461,14 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
             issues.push({ id, severity: 'error', message: failure(error) });
           }
         }
-        const found = await boostsById(s, ids);
+        // Read back after the updates committed: should that read fail, the answer still says what was done.
+        let found: Map<string, PointsBoost>;
+        try {
+          found = await boostsById(s, ids);
+        } catch (error) {
+          const message = failure(error);
+          return json(200, { updated: [], issues: [...issues, ...ids.map((id) => ({ id, severity: 'warning' as const, message: `Updated (now boost ${id}), but it could not be read back: ${message}` }))] });
+        }
         return json(200, { updated: ids.flatMap((id) => (found.has(id) ? [boost(s, found.get(id) as PointsBoost)] : [])), issues });
       },
     },
@@ -462,7 +487,14 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
             issues.push({ id, severity: 'error', message: 'A configured boost is configuration in Laurel: remove it from pointsSystems[].boosts' });
             continue;
           }
-          const current = await e.store.getBoost(id);
+          // A failed look-up is this item's issue: the items before it may be deleted already.
+          let current: Awaited<ReturnType<typeof e.store.getBoost>>;
+          try {
+            current = await stored('getBoost', () => e.store.getBoost(id));
+          } catch (error) {
+            issues.push({ id, severity: 'error', message: failure(error) });
+            continue;
+          }
           if (!current || current.pointsSystemKey !== s.key) {
             issues.push({ id, severity: 'error', message: 'Points boost not found by ID' });
             continue;
