@@ -90,8 +90,8 @@ describe('typed failures', () => {
   });
 });
 
-/** The statement that applies commits (one per `commit` or `commitBatch` call). */
-const isCommitStatement = (text: string) => text.includes('.commit_batch(');
+/** The statements that write: a commit's (one per `commit` or `commitBatch` call) and an erasure's. */
+const isCommitStatement = (text: string) => text.includes('.commit_batch(') || text.includes('.erase_user(');
 
 /**
  * A client over PGlite whose commit can be made to fail: `before` fails without running it (nothing is
@@ -252,6 +252,49 @@ describe('a commit whose answer was lost is read back', () => {
     expect((await store.loadUser('u'))?.version).toBe(2);
     expect(opened).toBe(3);
   });
+});
+
+describe('an erasure whose answer was lost is read back, never reported as not committed when it was', () => {
+  for (const mode of ['pglite', 'serial'] as const) {
+    describe(mode, () => {
+      async function setup() {
+        const faults = commitFaults(mode);
+        const store = createPostgresStore({ client: faults.client as never, schema: schema(), transactions: mode, verifyTimeoutMs: 300 });
+        await store.migrate();
+        await store.commit(commitOf('u', 0));
+        await store.commit(commitOf('other', 0));
+        return { faults, store };
+      }
+
+      it('erased: committed unknown (its answer, the indexes, is lost), and the user is gone', async () => {
+        const { faults, store } = await setup();
+        faults.arm('after');
+        const e = await rejection(store.eraseUser({ userId: 'u', expectedVersion: 1, counters: { users: -1 } }));
+        expect(e).toBeInstanceOf(StorageUnavailableError);
+        expect((e as StorageUnavailableError).committed).toBe('unknown');
+        expect(await store.loadUser('u')).toBeNull();
+        expect(await store.getCounters(['users'])).toEqual({ users: 1 });
+      });
+
+      it('not sent: committed false, nothing changed, and the erasure goes through afterwards', async () => {
+        const { faults, store } = await setup();
+        faults.arm('before');
+        const e = await rejection(store.eraseUser({ userId: 'u', expectedVersion: 1, counters: { users: -1 } }));
+        expect((e as StorageUnavailableError).committed).toBe(false);
+        expect((await store.loadUser('u'))?.version).toBe(1);
+        expect((await store.eraseUser({ userId: 'u', expectedVersion: 1, counters: { users: -1 } })).erased).toBe(true);
+      });
+
+      it('a reset that committed: committed unknown, and the user is stored again at the next version', async () => {
+        const { faults, store } = await setup();
+        const again = commitOf('u', 0);
+        faults.arm('after');
+        const e = await rejection(store.eraseUser({ userId: 'u', expectedVersion: 1, counters: {}, reset: { state: again.state, ledger: again.ledger, leaderboard: again.leaderboard } }));
+        expect((e as StorageUnavailableError).committed).toBe('unknown');
+        expect((await store.loadUser('u'))?.version).toBe(2);
+      });
+    });
+  }
 });
 
 describe.skipIf(!PG_URL)('a commit whose answer was lost, on a server (pg Pool)', () => {

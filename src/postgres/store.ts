@@ -30,7 +30,7 @@
 import { checkCounters } from '../store/counters.js';
 import { ConflictError, isLaurelError, storageError, StorageUnavailableError, ValidationError, type LaurelError } from '../errors.js';
 import type { ChangeEvent, IdempotencyRecord, LedgerRow, StoredChange } from '../core/types.js';
-import type { BatchCommitOutcome, ChangesPage, Commit, CommitResult, DeliveryRecord, ErasureResult, EventLoad, EventsPage, LedgerPage, LedgerQuery, OutboxStore, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
+import type { BatchCommitOutcome, ChangesPage, Commit, CommitResult, DeliveryRecord, Erasure, ErasureResult, EventLoad, EventsPage, LedgerPage, LedgerQuery, OutboxStore, RankChange, RankedEntry, RankHistoryRow, Store, VersionedState } from '../store/types.js';
 import type { BoostRecord } from '../core/boosts.js';
 import { isMarked, isObject, settleChanges } from '../store/outbox.js';
 import { instantParam } from '../core/instants.js';
@@ -590,6 +590,23 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   }
 
   /**
+   * Whether an erasure whose answer was lost committed (see {@link readBack}): a reset stores the user again at
+   * the next version under the statement's token, so it reads back like a commit. A plain erasure leaves no
+   * row: the user still at the version it was read at means not erased; gone, or at any other version, can be
+   * this erasure or another one (unknown).
+   */
+  async function erasureReadBack(q: Queryable, e: Erasure, token: string, tenant: string): Promise<Applied> {
+    if (e.reset) {
+      const first = e.reset.ledger[0];
+      return readBack(q, [{ userId: e.userId, version: e.expectedVersion + 1, idempotency: null, ledger: first && first.userId === e.userId ? { kind: first.kind, key: first.key, at: first.at, id: first.id } : null }], token, tenant);
+    }
+    // Erasing an absent user (version 0) writes nothing.
+    if (e.expectedVersion === 0) return [false];
+    const row = (await q.query(`SELECT version FROM ${t('users')} WHERE tenant = $2 AND user_id = $1`, [e.userId, tenant])).rows[0];
+    return [row !== undefined && num(row.version) === e.expectedVersion ? false : null];
+  }
+
+  /**
    * A connection from the pool with `onConnError` listening for its 'error' event. The listener goes on
    * inside pg's callback, in the same tick as the pool hands the connection over: awaiting the promise would
    * leave a window in which a termination message already received with the handover finds no listener.
@@ -679,21 +696,22 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
                  FROM (SELECT 1) AS one
                  LEFT JOIN ${t('users')} u ON u.tenant = $4 AND u.user_id = $1
                  LEFT JOIN ${t('idempotency')} i ON i.tenant = $4 AND i.user_id = $1 AND i.metric_key = $2 AND i.key = $3`);
+  const ERASE_USER = hotStatement(`SELECT ${t('erase_user')}($1::jsonb, $2::text, $3::boolean, $4::text) AS r`);
   const IDEMPOTENCY_RECORD = hotStatement(`SELECT event_id, at FROM ${t('idempotency')} WHERE tenant = $4 AND user_id = $1 AND metric_key = $2 AND key = $3`);
 
   /**
-   * Runs the commit statement: its rows, or (when its answer was lost without a server verdict) what the
-   * read-back found each commit did in a statement that committed. A server's verdict (an ERROR, e.g. a
-   * serialization failure) is thrown as it is.
+   * Runs a statement that writes (`commit_batch` by default, or `erase_user`): its rows, or (when its answer
+   * was lost without a server verdict) what the read-back found each commit did in a statement that
+   * committed. A server's verdict (an ERROR, e.g. a serialization failure) is thrown as it is.
    */
-  async function runCommitStatement(method: string, params: unknown[], check: (q: Queryable) => Promise<Applied>): Promise<{ rows: QueryResult['rows'] } | { applied: Applied }> {
+  async function runCommitStatement(method: string, params: unknown[], check: (q: Queryable) => Promise<Applied>, statement: HotStatement = COMMIT_BATCH): Promise<{ rows: QueryResult['rows'] } | { applied: Applied }> {
     if (mode === 'pglite') {
       // In PGlite's transaction(), which costs no round trip: a failure before its COMMIT is then a rollback,
       // not an unknown outcome (PGlite is in-process; its failures are rarely the server's own verdicts).
       let committing = false;
       try {
         return await (client as Required<PostgresClient>).transaction(async (tx) => {
-          const r = await hot(tx, COMMIT_BATCH, params);
+          const r = await hot(tx, statement, params);
           committing = true;
           return { rows: r.rows };
         });
@@ -706,7 +724,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     if (mode === 'pool') {
       const { conn, release } = await lease();
       try {
-        const r = await hot(conn, COMMIT_BATCH, params);
+        const r = await hot(conn, statement, params);
         release();
         return { rows: r.rows };
       } catch (error) {
@@ -726,7 +744,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       // A connection known to be broken (and not replaceable) is not sent the statement: nothing committed.
       if (s.broken) throw new StorageUnavailableError(`PostgreSQL store: ${method} failed: the connection is broken`, { committed: false });
       try {
-        return { rows: (await hot(s.q, COMMIT_BATCH, params)).rows };
+        return { rows: (await hot(s.q, statement, params)).rows };
       } catch (error) {
         if (isVerdict(error)) throw error;
         // A live connection answers this only after the statement, whose outcome is then final: read it there.
@@ -1116,7 +1134,12 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         const reset = erasure.reset ? wireCommit(erasure.reset, sqlRanks) : erasure.reset;
         let raw: unknown;
         try {
-          raw = (await read((q) => q.query(`SELECT ${t('erase_user')}($1::jsonb, $2::text, $3::boolean, $4::text) AS r`, [JSON.stringify({ ...erasure, reset, date }), token, sqlRanks, tenant]))).rows[0]?.r;
+          // As a commit: an answer lost without the server's verdict is read back, not taken for a failure.
+          const ran = await runCommitStatement('eraseUser', [JSON.stringify({ ...erasure, reset, date }), token, sqlRanks, tenant], (q) => erasureReadBack(q, erasure, token, tenant), ERASE_USER);
+          if ('applied' in ran) {
+            throw new StorageUnavailableError(`PostgreSQL store: eraseUser committed, but its answer was lost (the indexes the user was taken out of are not known)`, { committed: 'unknown' });
+          }
+          raw = ran.rows[0]?.r;
         } catch (error) {
           if (isSerialization(error)) throw new ConflictError(`Transaction conflict (${String(codeOf(error))}) erasing user ${JSON.stringify(erasure.userId)}.`, { cause: error });
           throw unavailable('eraseUser', error);
