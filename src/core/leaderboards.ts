@@ -325,6 +325,39 @@ function entryTemplate(board: CompiledLeaderboard): EventLeaderboard {
   return template;
 }
 
+/** The user's entry in run `run` of a board: the latest one, or, after a move westwards, the kept entry of an earlier run. */
+function entryIn(prior: BoardState | undefined, run: LocalDate): BoardEntry | undefined {
+  return prior === undefined || prior.run === run ? prior : run < prior.run ? prior.earlier?.find((e) => e.run === run) : undefined;
+}
+
+/**
+ * A user whose breakdown attributes changed moves, with their value and the instant they reached it, to their
+ * new group in the current run of every breakdown board they have an entry in (docs/rules.md, section 7).
+ * The boards this call fed (`touched`) moved the user already; this moves them on the others, which a
+ * profile update or an event on another metric leaves as they were. The response lists neither: the
+ * user's value did not change.
+ */
+function moveGroups(step: Step, touched: readonly CompiledLeaderboard[]): void {
+  const userId = step.state.user.id;
+  for (const board of step.cfg.leaderboards) {
+    if (board.breakdownAttributes.length === 0 || touched.includes(board)) continue;
+    const tz = board.timeZone ?? step.tz;
+    const date = localDateIn(step, tz);
+    const run = currentRun(board, date);
+    if (!run) continue;
+    const prior = own(step.state.leaderboards, board.key);
+    const mine = entryIn(prior, run.start);
+    if (mine === undefined) continue;
+    const group = groupOf(board, step.state.user.attributes);
+    if (mine.group === group) continue;
+    step.effects.leaderboard.push({ index: boardIndex(board.key, run.start, mine.group), userId, remove: true, date });
+    const index = boardIndexOf(board, run.start, group);
+    if (mine.value > 0) step.effects.leaderboard.push({ index, userId, value: mine.value, reachedAt: mine.reachedAt, date, thresholdRank: board.maxParticipants });
+    else step.effects.leaderboard.push({ index, userId, remove: true, date, thresholdRank: board.maxParticipants });
+    ownRecord(step, 'leaderboards')[board.key] = nextBoardState(board, prior, run.start, group, mine.value, mine.reachedAt);
+  }
+}
+
 /**
  * Sets the user's value in the current run of each board this call touched and returns the response
  * entries (ranks left null for the engine to fill from the store's commit result).
@@ -334,7 +367,8 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
   const out = record<EventLeaderboard>();
   const streakChanged = (step.state.streak?.length ?? 0) !== step.streakLengthBefore;
   const userId = step.state.user.id;
-  for (const board of touchedBoards(step, metricKey, streakChanged)) {
+  const touched = touchedBoards(step, metricKey, streakChanged);
+  for (const board of touched) {
     // The board's zone, or (no zone configured) the user's: runs then follow each user's calendar.
     const tz = board.timeZone ?? step.tz;
     const date = localDateIn(step, tz);
@@ -363,8 +397,7 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     }
     const group = groupOf(board, step.state.user.attributes);
     const prior = own(step.state.leaderboards, board.key);
-    // The user's entry in this run: the latest one, or, after a move westwards, the kept entry of an earlier run.
-    const mine = prior === undefined || prior.run === run.start ? prior : run.start < prior.run ? prior.earlier?.find((e) => e.run === run.start) : undefined;
+    const mine = entryIn(prior, run.start);
     const previous = mine !== undefined ? mine.value : 0;
     const value = absolute ?? addExact(previous, delta);
     if (!(Math.abs(value) <= MAX_EXACT)) {
@@ -389,9 +422,10 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     entry.userAttributes = groupAttributes(board, step.state.user.attributes);
     out[board.key] = entry;
   }
+  const moved = attributesMoved(step);
+  if (moved) moveGroups(step, touched);
   // Every user's points total, for level summaries and histograms across users; and by user attribute
   // (totals.ts), also written when the call changed the user's attributes.
-  const moved = attributesMoved(step);
   for (const system of step.cfg.pointsSystems) {
     if (!moved && !step.effects.created && !(step.awards.get(system.key)?.length ?? 0)) continue;
     const total = own(step.state.points, system.key)?.total ?? 0;
