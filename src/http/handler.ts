@@ -568,17 +568,30 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       // `Tenant-ID` scopes the call to that tenant's engine; without it (or empty), the default tenant.
       const tenant = request.headers.get('tenant-id') || null;
       if (principal.kind === 'user' && principal.tenant !== tenant) throw new ForbiddenError('This application key belongs to another tenant');
-      const api = apiOf(tenant);
-      const { allowed, params } = match(segments, isAdmin ? api.admin : api.routes);
-      if (allowed.length === 0) throw new HttpError(404, `No route for ${request.method} ${url.pathname}`);
-      const i = allowed.findIndex((r) => r.method === request.method);
-      if (i < 0) throw new HttpError(405, `Method ${request.method} not allowed`, { allow: [...new Set(allowed.map((r) => r.method))].join(', ') });
+      /** The request's route in a tenant's table: 404 when no route has its path, 405 when none has its method. */
+      const routeIn = (a: Api): { route: Route; params: Params } => {
+        const { allowed, params } = match(segments, isAdmin ? a.admin : a.routes);
+        if (allowed.length === 0) throw new HttpError(404, `No route for ${request.method} ${url.pathname}`);
+        const i = allowed.findIndex((r) => r.method === request.method);
+        if (i < 0) throw new HttpError(405, `Method ${request.method} not allowed`, { allow: [...new Set(allowed.map((r) => r.method))].join(', ') });
+        return { route: allowed[i] as Route, params: params[i] as Params };
+      };
+      let api: Api;
+      try {
+        api = apiOf(tenant);
+      } catch (error) {
+        // A `Tenant-ID` that names no possible tenant: answered with a status the operation documents, like any
+        // bad input (its route found in the default tenant's table: every tenant's routes are the same).
+        errors = routeIn(apiOf(null)).route.errors ?? DEFAULT_ERRORS;
+        throw error;
+      }
+      const { route, params } = routeIn(api);
       let cached: Promise<Record<string, unknown>> | undefined;
       let cachedRaw: Promise<unknown> | undefined;
-      errors = (allowed[i] as Route).errors ?? DEFAULT_ERRORS;
-      const ctx: Context = { request, url, params: params[i] as Params, body: () => (cached ??= readBody(request)), raw: () => (cachedRaw ??= readJson(request, isAdmin ? adminMaxBody : maxBody)) };
-      await checkScope(principal, allowed[i] as Route, ctx);
-      return await (allowed[i] as Route).run(ctx);
+      errors = route.errors ?? DEFAULT_ERRORS;
+      const ctx: Context = { request, url, params, body: () => (cached ??= readBody(request)), raw: () => (cachedRaw ??= readJson(request, isAdmin ? adminMaxBody : maxBody)) };
+      await checkScope(principal, route, ctx);
+      return await route.run(ctx);
     } catch (error) {
       if (error instanceof HttpError) return json(errors && !(error instanceof ForbiddenError) ? documentedStatus(error.status, errors) : error.status, { error: error.message }, error.headers);
       if (isLaurelError(error)) return json(errors ? documentedStatus(error.status, errors) : error.status, { error: error.message });
