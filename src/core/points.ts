@@ -7,6 +7,7 @@ import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
 import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
 import { activeOn, hasUserBoosts, userBoostsIn } from './boosts.js';
+import { stableId } from './ids.js';
 import { instantMs, isoOf } from './instants.js';
 import { awardList, copyRecord, createdAtOf, matchesFilter, own, ownPointsMetric, ownPointsTime, ownPointsTotal, record, userZone, type Step } from './step.js';
 import type { AdjustmentRow, AttributePair, Award, AwardRow, GrantRun, LedgerRow, BoostView, EventPoints, LevelView, PointsState, PointsSystemView, PointsTriggerView, UserState } from './types.js';
@@ -98,7 +99,7 @@ function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date
  * attributes are judged by `attributes` (the user's now; for time grants, those they had when it fell due).
  * @throws {InsufficientPointsError} when `block` is set and the award would take the total below 0.
  */
-export function award(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, raw: number, at: Date, block = false, backdated = false, attributes: Readonly<Record<string, string>> = step.state.user.attributes): void {
+export function award(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, raw: number, at: Date, block = false, backdated = false, attributes: Readonly<Record<string, string>> = step.state.user.attributes, id?: string): void {
   const ps = pointsState(step.state, system.key);
   // The usual award has no boost to apply: no intermediate object then.
   let amount = raw;
@@ -112,7 +113,7 @@ export function award(step: Step, system: CompiledPointsSystem, trigger: Compile
   if (next < lower) next = Math.min(ps.total, lower);
   const awarded = next - ps.total;
   if (awarded === 0) return;
-  book(step, system, triggerView(trigger), awarded, at, boosts.length > 0 ? (boosts as BoostView[]) : undefined, undefined, backdated);
+  book(step, system, triggerView(trigger), awarded, at, boosts.length > 0 ? (boosts as BoostView[]) : undefined, undefined, backdated, id);
 }
 
 /**
@@ -121,12 +122,12 @@ export function award(step: Step, system: CompiledPointsSystem, trigger: Compile
  * (one a configuration change found owed since `at`) is dated `at` but booked now: its row's `at` is now and
  * its `dated` is `at`, so charts count it when it was booked.
  */
-function book(step: Step, system: CompiledPointsSystem, trigger: PointsTriggerView, awarded: number, at: Date, boosts: BoostView[] | undefined, grants: GrantRun | undefined, backdated = false): void {
+function book(step: Step, system: CompiledPointsSystem, trigger: PointsTriggerView, awarded: number, at: Date, boosts: BoostView[] | undefined, grants: GrantRun | undefined, backdated = false, id = step.newId()): void {
   const ps = ownPointsTotal(step, system.key);
   ps.total += awarded;
   const date = at === step.now ? step.nowIso : isoOf(at.getTime());
   // Keys in the order the award and its row have always had (`boosts` or `grants` after the trigger).
-  const made: Award = { id: step.newId(), awarded, date, total: ps.total, trigger };
+  const made: Award = { id, awarded, date, total: ps.total, trigger };
   const row: AwardRow = { trigger: trigger.id, type: trigger.type };
   if (boosts !== undefined) made.boosts = row.boosts = boosts;
   if (grants !== undefined) made.grants = row.grants = grants;
@@ -346,8 +347,9 @@ export function accrueTimeGrants(step: Step): void {
       // A run of this trigger's grants that no cap cuts and no other trigger's grant interrupts is one award
       // and one ledger row, so the cost of a call does not grow with how long the user was idle.
       const count = system.boosts.length === 0 && !hasUserBoosts(step.state, system.key) ? runLength(step, system, ps.total, first, live) : 1;
-      if (count > 1) awardRun(step, system, first.t, count, firstAt);
-      else award(step, system, first.t, first.t.points, firstAt, false, false, step.attributesBefore);
+      const id = grantId(step, system, first.t, firstAt, count);
+      if (count > 1) awardRun(step, system, first.t, count, firstAt, id);
+      else award(step, system, first.t, first.t.points, firstAt, false, false, step.attributesBefore, id);
       first.next += count;
       ps.time[first.t.id] = first.next - 1;
     }
@@ -391,9 +393,20 @@ function runLength(step: Step, system: CompiledPointsSystem, total: number, firs
 }
 
 /** Makes `count` grants of a time trigger, the first falling due at `at`, as one award and one ledger row. */
-function awardRun(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, count: number, at: Date): void {
+function awardRun(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, count: number, at: Date, id: string): void {
   if (trigger.type !== 'time') return;
-  book(step, system, triggerView(trigger), trigger.points * count, at, undefined, { count, unit: trigger.timeUnit, every: trigger.timeInterval, tz: step.tz });
+  book(step, system, triggerView(trigger), trigger.points * count, at, undefined, { count, unit: trigger.timeUnit, every: trigger.timeInterval, tz: step.tz }, false, id);
+}
+
+/**
+ * The id of a time grant's award (a run of `count` grants of `trigger`, the first due at `at`): derived from
+ * what the award is, not drawn from `newId`, so that a grant that is due but not yet stored keeps one id
+ * across reads (each read materialises it again, committing nothing) and keeps it when a write stores it at
+ * the same clock. The user's creation instant tells apart a user erased and created again under the same id.
+ */
+function grantId(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, at: Date, count: number): string {
+  const user = step.state.user;
+  return stableId('grant', `${user.id}\u0000${user.created}\u0000${system.key}\u0000${trigger.id}\u0000${at.getTime()}\u0000${count}`);
 }
 
 /** The instant (ms) of grant `j` (0-based) of a run whose first grant fell due at `first`. */
