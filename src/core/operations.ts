@@ -113,10 +113,10 @@ function validatePreferences(cfg: LaurelConfig, patch: PreferencesPatch): void {
   const bad = (path: (string | number)[], message: string): never => {
     throw new ValidationError(`preferences.${path.join('.')} ${message}`, [{ path: ['preferences', ...path], message }]);
   };
-  if (typeof patch !== 'object' || patch === null) bad([], 'must be an object { notifications, streak }');
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) bad([], 'must be an object { notifications, streak }');
   for (const k of Object.keys(patch)) if (k !== 'notifications' && k !== 'streak') bad([k], 'is not a preference');
   if (patch.notifications !== undefined) {
-    if (typeof patch.notifications !== 'object' || patch.notifications === null) bad(['notifications'], 'must be an object');
+    if (typeof patch.notifications !== 'object' || patch.notifications === null || Array.isArray(patch.notifications)) bad(['notifications'], 'must be an object');
     for (const [t, channels] of Object.entries(patch.notifications)) {
       if (!NOTIFICATION_TYPES.includes(t as NotificationType)) bad(['notifications', t], `is not a notification type (${NOTIFICATION_TYPES.join(', ')})`);
       if (!Array.isArray(channels) || channels.some((c) => !CHANNELS.includes(c)) || new Set(channels).size !== channels.length) bad(['notifications', t], 'must be a list of distinct channels among "email" and "push"');
@@ -126,7 +126,7 @@ function validatePreferences(cfg: LaurelConfig, patch: PreferencesPatch): void {
   if (s === undefined) return;
   const sc = cfg.streak;
   if (!sc) bad(['streak'], 'needs a streak in the configuration');
-  if (typeof s !== 'object' || s === null) bad(['streak'], 'must be an object { enabled, mode, metrics }');
+  if (typeof s !== 'object' || s === null || Array.isArray(s)) bad(['streak'], 'must be an object { enabled, mode, metrics }');
   for (const k of Object.keys(s)) if (k !== 'enabled' && k !== 'mode' && k !== 'metrics') bad(['streak', k], 'is not a streak preference');
   if (s.enabled !== undefined && s.enabled !== null && typeof s.enabled !== 'boolean') bad(['streak', 'enabled'], 'must be a boolean');
   const custom = (sc as NonNullable<LaurelConfig['streak']>).customization;
