@@ -185,6 +185,20 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
       throw storageError(`store.${method}`, error);
     }
   };
+  /**
+   * Item `id` of a per-item boost route: the system's runtime boost, or null with the item's issue recorded (not
+   * found, or the look-up failed: an issue of this item, since the items before it may be done already).
+   */
+  const runtimeBoost = async (s: CompiledPointsSystem, id: string, issues: Issue[]) => {
+    try {
+      const found = await stored('getBoost', () => e.store.getBoost(id));
+      if (found && found.pointsSystemKey === s.key) return found;
+      issues.push({ id, severity: 'error', message: 'Points boost not found by ID' });
+    } catch (error) {
+      issues.push({ id, severity: 'error', message: failure(error) });
+    }
+    return null;
+  };
   const allBoosts = (s: CompiledPointsSystem) => e.listBoosts(s.key, { includeFinished: true });
   /** The runtime boosts `ids` of a system as the engine lists them (their status is the engine's clock's). */
   const boostsById = async (s: CompiledPointsSystem, ids: readonly string[]) => {
@@ -427,18 +441,8 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
             issues.push({ id, severity: 'error', message: 'A configured boost is configuration in Laurel: change pointsSystems[].boosts' });
             continue;
           }
-          // A failed look-up is this item's issue: the items before it may be committed already.
-          let current: Awaited<ReturnType<typeof e.store.getBoost>>;
-          try {
-            current = await stored('getBoost', () => e.store.getBoost(id));
-          } catch (error) {
-            issues.push({ id, severity: 'error', message: failure(error) });
-            continue;
-          }
-          if (!current || current.pointsSystemKey !== s.key) {
-            issues.push({ id, severity: 'error', message: 'Points boost not found by ID' });
-            continue;
-          }
+          const current = await runtimeBoost(s, id, issues);
+          if (!current) continue;
           if (item.userAttributes !== undefined && item.userAttributes !== null) {
             issues.push({ id, severity: 'error', message: 'userAttributes cannot be set on a user-specific boost' });
             continue;
@@ -487,18 +491,8 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
             issues.push({ id, severity: 'error', message: 'A configured boost is configuration in Laurel: remove it from pointsSystems[].boosts' });
             continue;
           }
-          // A failed look-up is this item's issue: the items before it may be deleted already.
-          let current: Awaited<ReturnType<typeof e.store.getBoost>>;
-          try {
-            current = await stored('getBoost', () => e.store.getBoost(id));
-          } catch (error) {
-            issues.push({ id, severity: 'error', message: failure(error) });
-            continue;
-          }
-          if (!current || current.pointsSystemKey !== s.key) {
-            issues.push({ id, severity: 'error', message: 'Points boost not found by ID' });
-            continue;
-          }
+          const current = await runtimeBoost(s, id, issues);
+          if (!current) continue;
           try {
             await e.deleteBoost(id);
             deleted.push({ id });
