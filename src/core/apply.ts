@@ -71,19 +71,20 @@ export function checkCall(cfg: LaurelConfig, ctx: CoreContext): void {
 }
 
 /** Starts a call: adopts or creates the user's state, applies the upsert, and brings lazy parts up to now. */
-export function begin(cfg: LaurelConfig, priorInput: UserState | null | undefined, user: UserInput | null, ctx: CoreContext): Step {
+export function begin(cfg: LaurelConfig, priorInput: UserState | null | undefined, user: UserInput | null, ctx: CoreContext, view = false): Step {
   checkCall(cfg, ctx);
-  return beginChecked(cfg, priorInput, user, ctx);
+  return beginChecked(cfg, priorInput, user, ctx, view);
 }
 
 /** `begin` for a call whose configuration and context were checked (`checkCall`). */
-function beginChecked(cfg: LaurelConfig, priorInput: UserState | null | undefined, user: UserInput | null, ctx: CoreContext): Step {
+function beginChecked(cfg: LaurelConfig, priorInput: UserState | null | undefined, user: UserInput | null, ctx: CoreContext, view = false): Step {
   // A prior state read from a Map or a store that has no entry is `undefined`: a new user, like null.
   const prior = priorInput ?? null;
   if (prior && user && prior.user?.id !== user.id) throw new ValidationError(`state belongs to user ${JSON.stringify(prior.user?.id)}, not ${JSON.stringify(user.id)}`);
   const created = prior === null;
   if (created && !user) throw new ValidationError('a new user needs a user input');
   const step = created ? createStep(cfg, newUserState(cfg, user as UserInput, ctx.now.toISOString()), ctx.now, ctx.newId, true) : createStep(cfg, adoptState(prior), ctx.now, ctx.newId);
+  step.view = view;
   if (created) {
     step.effects.created = true;
     step.effects.counters.users = 1;
@@ -321,7 +322,7 @@ export function applyCompletion(cfg: LaurelConfig, priorInput: UserState | null 
  */
 export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: Map<string, Award[]>; effects: Effects } {
   if (state === null || state === undefined) throw new ValidationError('viewState needs the state of an existing user', [{ path: ['state'], message: 'is required' }]);
-  const step = begin(cfg, state, null, ctx);
+  const step = begin(cfg, state, null, ctx, true);
   return { state: sealState(step), today: step.today, tz: step.tz, awards: awardsOut(step), effects: step.effects };
 }
 

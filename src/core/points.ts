@@ -347,7 +347,9 @@ export function accrueTimeGrants(step: Step): void {
       // A run of this trigger's grants that no cap cuts and no other trigger's grant interrupts is one award
       // and one ledger row, so the cost of a call does not grow with how long the user was idle.
       const count = system.boosts.length === 0 && !hasUserBoosts(step.state, system.key) ? runLength(step, system, ps.total, first, live) : 1;
-      const id = grantId(step, system, first.t, firstAt, count);
+      // A read's grants (committed by no one) take an id derived from the grant, so that every read shows the
+      // same; a write's take one from newId, unique among the user's rows whatever re-timed the schedule.
+      const id = step.view ? grantId(step, system, first.t, firstAt, count) : undefined;
       if (count > 1) awardRun(step, system, first.t, count, firstAt, id);
       else award(step, system, first.t, first.t.points, firstAt, false, false, step.attributesBefore, id);
       first.next += count;
@@ -393,16 +395,17 @@ function runLength(step: Step, system: CompiledPointsSystem, total: number, firs
 }
 
 /** Makes `count` grants of a time trigger, the first falling due at `at`, as one award and one ledger row. */
-function awardRun(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, count: number, at: Date, id: string): void {
+function awardRun(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, count: number, at: Date, id: string | undefined): void {
   if (trigger.type !== 'time') return;
   book(step, system, triggerView(trigger), trigger.points * count, at, undefined, { count, unit: trigger.timeUnit, every: trigger.timeInterval, tz: step.tz }, false, id);
 }
 
 /**
- * The id of a time grant's award (a run of `count` grants of `trigger`, the first due at `at`): derived from
- * what the award is, not drawn from `newId`, so that a grant that is due but not yet stored keeps one id
- * across reads (each read materialises it again, committing nothing) and keeps it when a write stores it at
- * the same clock. The user's creation instant tells apart a user erased and created again under the same id.
+ * The id a read gives a due time grant's award (a run of `count` grants of `trigger`, the first due at `at`):
+ * derived from the grant, not drawn from `newId`, so that a grant due but not yet stored keeps one id across
+ * reads (each read materialises it again, committing nothing) and reads draw no ids. The write that stores
+ * the grant gives it an id from `newId`: a derived id could repeat among a user's rows once a schedule is
+ * re-timed (a spend restarting it, a changed interval, a clock moving back, a retroactive replay).
  */
 function grantId(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, at: Date, count: number): string {
   const user = step.state.user;

@@ -47,6 +47,11 @@ export interface Step {
   readonly attributesBefore: Readonly<Record<string, string>>;
   /** The user's creation instant and its local date in `tz`, parsed once per call (made on first use). */
   createdAt: CreatedAt | null;
+  /**
+   * A read (`viewState`): nothing of it is committed, so a due time grant it materialises takes an award id
+   * derived from the grant, the same on every read, instead of one drawn from `newId` (see `accrueTimeGrants`).
+   */
+  view: boolean;
 }
 
 /** An instant (ms) with its local date in the call's zone. */
@@ -115,6 +120,7 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
     userFields: null,
     attributesBefore: state.user.attributes,
     createdAt: null,
+    view: false,
   };
   return step;
 }
