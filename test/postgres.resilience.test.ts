@@ -259,12 +259,30 @@ describe('an erasure whose answer was lost is read back, never reported as not c
     describe(mode, () => {
       async function setup() {
         const faults = commitFaults(mode);
-        const store = createPostgresStore({ client: faults.client as never, schema: schema(), transactions: mode, verifyTimeoutMs: 300 });
+        const name = schema();
+        const store = createPostgresStore({ client: faults.client as never, schema: name, transactions: mode, verifyTimeoutMs: 300 });
         await store.migrate();
         await store.commit(commitOf('u', 0));
         await store.commit(commitOf('other', 0));
-        return { faults, store };
+        // The same tables through a healthy client: another process.
+        const direct = createPostgresStore({ client: db, schema: name });
+        return { faults, store, direct };
       }
+
+      it('erased, then created again at the same version before the read-back: unknown, not "not committed"', async () => {
+        const { faults, store, direct } = await setup();
+        faults.arm('after', () => direct.commit(commitOf('u', 0)));
+        const e = await rejection(store.eraseUser({ userId: 'u', expectedVersion: 1, counters: { users: -1 } }));
+        expect((e as StorageUnavailableError).committed).toBe('unknown');
+      });
+
+      it('a reset that committed, then the user erased before the read-back: unknown, not "not committed"', async () => {
+        const { faults, store, direct } = await setup();
+        const again = commitOf('u', 0);
+        faults.arm('after', () => direct.eraseUser({ userId: 'u', expectedVersion: 2, counters: { users: -1 } }));
+        const e = await rejection(store.eraseUser({ userId: 'u', expectedVersion: 1, counters: {}, reset: { state: again.state, ledger: again.ledger, leaderboard: again.leaderboard } }));
+        expect((e as StorageUnavailableError).committed).toBe('unknown');
+      });
 
       it('erased: committed unknown (its answer, the indexes, is lost), and the user is gone', async () => {
         const { faults, store } = await setup();

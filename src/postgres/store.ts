@@ -590,20 +590,23 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   }
 
   /**
-   * Whether an erasure whose answer was lost committed (see {@link readBack}): a reset stores the user again at
-   * the next version under the statement's token, so it reads back like a commit. A plain erasure leaves no
-   * row: the user still at the version it was read at means not erased; gone, or at any other version, can be
-   * this erasure or another one (unknown).
+   * Whether an erasure whose answer was lost committed (see {@link readBack}). A reset stores the user again at
+   * the next version under the statement's token: found so (or by its first ledger row under newer commits),
+   * it committed. Not erased: the user's row still the one the erasure was read at (`commitBefore`, the commit
+   * id of that version's row; undefined when there was no such row, which the erasure then refuses). Anything
+   * else (the user gone, or created again since) can be this erasure or another one: unknown.
    */
-  async function erasureReadBack(q: Queryable, e: Erasure, token: string, tenant: string): Promise<Applied> {
+  async function erasureReadBack(q: Queryable, e: Erasure, token: string, tenant: string, commitBefore: string | null | undefined): Promise<Applied> {
     if (e.reset) {
       const first = e.reset.ledger[0];
-      return readBack(q, [{ userId: e.userId, version: e.expectedVersion + 1, idempotency: null, ledger: first && first.userId === e.userId ? { kind: first.kind, key: first.key, at: first.at, id: first.id } : null }], token, tenant);
+      const [applied] = await readBack(q, [{ userId: e.userId, version: e.expectedVersion + 1, idempotency: null, ledger: first && first.userId === e.userId ? { kind: first.kind, key: first.key, at: first.at, id: first.id } : null }], token, tenant);
+      if (applied === true) return [true];
     }
-    // Erasing an absent user (version 0) writes nothing.
-    if (e.expectedVersion === 0) return [false];
-    const row = (await q.query(`SELECT version FROM ${t('users')} WHERE tenant = $2 AND user_id = $1`, [e.userId, tenant])).rows[0];
-    return [row !== undefined && num(row.version) === e.expectedVersion ? false : null];
+    // Erasing an absent user (version 0) writes nothing; nor does an erasure of a version that was not there.
+    if (e.expectedVersion === 0 || commitBefore === undefined) return [false];
+    const row = (await q.query(`SELECT version, commit_id FROM ${t('users')} WHERE tenant = $2 AND user_id = $1`, [e.userId, tenant])).rows[0];
+    const same = row !== undefined && num(row.version) === e.expectedVersion && ((row.commit_id as string | null) ?? null) === commitBefore;
+    return [same ? false : null];
   }
 
   /**
@@ -1134,8 +1137,12 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         const reset = erasure.reset ? wireCommit(erasure.reset, sqlRanks) : erasure.reset;
         let raw: unknown;
         try {
+          // The commit that wrote the user's row at the version read (each version is written by one commit): should
+          // the erasure's answer be lost, it tells a user the erasure never reached from one created again since.
+          const before = erasure.expectedVersion === 0 ? null : await read((q) => q.query(`SELECT commit_id FROM ${t('users')} WHERE tenant = $2 AND user_id = $1 AND version = $3`, [erasure.userId, tenant, erasure.expectedVersion]));
+          const commitBefore = before?.rows[0] === undefined ? undefined : ((before.rows[0].commit_id as string | null) ?? null);
           // As a commit: an answer lost without the server's verdict is read back, not taken for a failure.
-          const ran = await runCommitStatement('eraseUser', [JSON.stringify({ ...erasure, reset, date }), token, sqlRanks, tenant], (q) => erasureReadBack(q, erasure, token, tenant), ERASE_USER);
+          const ran = await runCommitStatement('eraseUser', [JSON.stringify({ ...erasure, reset, date }), token, sqlRanks, tenant], (q) => erasureReadBack(q, erasure, token, tenant, commitBefore), ERASE_USER);
           if ('applied' in ran) {
             throw new StorageUnavailableError(`PostgreSQL store: eraseUser committed, but its answer was lost (the indexes the user was taken out of are not known)`, { committed: 'unknown' });
           }
