@@ -78,6 +78,12 @@ onEachStore('counter increments a store cannot keep', (kind) => {
     await refused(batch([commitOf('b1', 0, { users: 1 }), commitOf('b2', 0, { users: 0.5 })]), 'the batch');
     await nothingOf(store, 'b1');
     await nothingOf(store, 'b2');
+    // A batch of one names the commit by its place, as a longer batch does, on every store.
+    const error = await batch([commitOf('b3', 0, { users: 0.5 })]).then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message).toContain('commits.0.counters.users');
     expect(await store.getCounters(['users'])).toEqual({ users: 0 });
   });
 

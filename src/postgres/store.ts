@@ -775,9 +775,9 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
    * deadlock included) or with a `StorageUnavailableError` from the read-back.
    */
   async function commitAll(method: string, commits: readonly Commit[], tenant: string): Promise<BatchCommitOutcome[]> {
-    // Before anything is sent (the counters column is a bigint: a fraction would fail the whole statement).
-    if (commits.length === 1) checkCounters((commits[0] as Commit).counters);
-    else commits.forEach((c, i) => checkCounters(c.counters, ['commits', i, 'counters']));
+    // Before anything is sent (the counters column is a bigint: a fraction would fail the whole statement),
+    // named as the memory store names them: by the commit's place in a batch, a batch of one included.
+    commits.forEach((c, i) => checkCounters(c.counters, method === 'commit' ? ['counters'] : ['commits', i, 'counters']));
     const token = globalThis.crypto.randomUUID();
     const probes = commits.map((c): CommitProbe => {
       const first = c.ledger[0];
