@@ -144,20 +144,25 @@ function commitFaults(mode: 'pglite' | 'serial') {
   };
 }
 
+/**
+ * A store whose writes fail as armed (`commitFaults`), holding users `u` and `other` at version 1, and the same
+ * tables through a healthy client (`direct`): what a normal call returns, and a competing process.
+ */
+async function faultySetup(mode: 'pglite' | 'serial') {
+  const faults = commitFaults(mode);
+  const name = schema();
+  const store = createPostgresStore({ client: faults.client as never, schema: name, transactions: mode, verifyTimeoutMs: 300 });
+  await store.migrate();
+  const direct = createPostgresStore({ client: db, schema: name });
+  await store.commit(commitOf('u', 0));
+  await store.commit(commitOf('other', 0));
+  return { faults, store, direct };
+}
+
 describe('a commit whose answer was lost is read back', () => {
   for (const mode of ['pglite', 'serial'] as const) {
     describe(mode, () => {
-      async function setup() {
-        const faults = commitFaults(mode);
-        const name = schema();
-        const store = createPostgresStore({ client: faults.client as never, schema: name, transactions: mode, verifyTimeoutMs: 300 });
-        await store.migrate();
-        // The same tables through a healthy client: what a normal commit returns, and a competing process.
-        const direct = createPostgresStore({ client: db, schema: name });
-        await store.commit(commitOf('u', 0));
-        await store.commit(commitOf('other', 0));
-        return { faults, store, direct };
-      }
+      const setup = () => faultySetup(mode);
 
       it('committed: the call succeeds; the ranks, lost with the answer, read null (ranksUnavailable)', async () => {
         const { faults, store } = await setup();
@@ -257,17 +262,7 @@ describe('a commit whose answer was lost is read back', () => {
 describe('an erasure whose answer was lost is read back, never reported as not committed when it was', () => {
   for (const mode of ['pglite', 'serial'] as const) {
     describe(mode, () => {
-      async function setup() {
-        const faults = commitFaults(mode);
-        const name = schema();
-        const store = createPostgresStore({ client: faults.client as never, schema: name, transactions: mode, verifyTimeoutMs: 300 });
-        await store.migrate();
-        await store.commit(commitOf('u', 0));
-        await store.commit(commitOf('other', 0));
-        // The same tables through a healthy client: another process.
-        const direct = createPostgresStore({ client: db, schema: name });
-        return { faults, store, direct };
-      }
+      const setup = () => faultySetup(mode);
 
       it('erased, then created again at the same version before the read-back: unknown, not "not committed"', async () => {
         const { faults, store, direct } = await setup();
