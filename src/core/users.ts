@@ -2,7 +2,7 @@
  * Users and input validation (docs/rules.md, sections 1 and 2): user upsert, attribute keys, values, zones.
  */
 import type { LaurelConfig } from '../config/define.js';
-import { InvalidAttributeKeysError, NotFoundError, ValidationError } from '../errors.js';
+import { InvalidAttributeKeysError, isLaurelError, NotFoundError, ValidationError, type LaurelError } from '../errors.js';
 import { MAX_EXACT } from './decimal.js';
 import { isStorableText } from './text.js';
 import { canonicalTimeZone, isValidTimeZone } from './calendar.js';
@@ -31,6 +31,45 @@ const VALUE_PATH = ['value'];
 const ATTRIBUTES_PATH = ['attributes'];
 const IDEMPOTENCY_KEY_PATH = ['idempotencyKey'];
 const NON_EMPTY = { nonEmpty: true } as const;
+
+/**
+ * What reading caller input threw (a getter, a Proxy trap) as a `ValidationError` at `path`, with the thrown
+ * value as `cause`; a Laurel error (the input read fine and was refused) passes through as it is.
+ */
+export function unreadableInput(error: unknown, path: readonly (string | number)[]): LaurelError {
+  if (isLaurelError(error)) return error;
+  const message = `could not be read: ${error instanceof Error ? error.message : String(error)}`;
+  return new ValidationError(path.length > 0 ? `${path.join('.')}: ${message}` : `input ${message}`, [{ path: [...path], message }], { cause: error });
+}
+
+/**
+ * A user as sent by a caller, read once into plain data: the fields Laurel reads (`id`, `email`, `name`, `tz`
+ * and a copy of `attributes`, see {@link plainRecord}) in a fresh object, so that what is validated is what the
+ * rules read later (a getter is not read twice). Anything but a plain object is returned as it is, for
+ * validation to refuse. A throw while reading is the caller's to catch (see {@link unreadableInput}).
+ */
+export function plainUserInput(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const { id, email, name, tz, attributes } = value as Record<string, unknown>;
+  const out: Record<string, unknown> = { id };
+  if (email !== undefined) out.email = email;
+  if (name !== undefined) out.name = name;
+  if (tz !== undefined) out.tz = tz;
+  if (attributes !== undefined) out.attributes = plainRecord(attributes);
+  return out;
+}
+
+/** An attributes object's own enumerable keys and values, read once into a fresh object (`__proto__` kept as a key, to be refused). */
+export function plainRecord(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(value)) {
+    const v = (value as Record<string, unknown>)[k];
+    if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[k] = v;
+  }
+  return out;
+}
 
 /** Validates a string input: type, length and storable text (see {@link isStorableText}). */
 export function validateText(value: unknown, path: readonly (string | number)[], max: number, options?: { nonEmpty?: boolean }): asserts value is string {
@@ -65,8 +104,19 @@ export function validateUserId(id: unknown, path: readonly (string | number)[] =
   validateText(id, path, MAX_USER_ID, NON_EMPTY);
 }
 
-/** Validates a user as sent with an event, completion or identify call. */
+/**
+ * Validates a user as sent with an event, completion or identify call. What reading it throws (a getter, a
+ * Proxy trap) is a `ValidationError` (see {@link unreadableInput}).
+ */
 export function validateUserInput(cfg: LaurelConfig, user: unknown): asserts user is UserInput {
+  try {
+    checkUserInput(cfg, user);
+  } catch (error) {
+    throw unreadableInput(error, USER_PATH);
+  }
+}
+
+function checkUserInput(cfg: LaurelConfig, user: unknown): void {
   if (typeof user !== 'object' || user === null || Array.isArray(user)) fail(USER_PATH, 'must be an object with an id');
   const u = user as Record<string, unknown>;
   validateUserId(u.id);
@@ -77,8 +127,36 @@ export function validateUserInput(cfg: LaurelConfig, user: unknown): asserts use
   checkAttributes(u.attributes, cfg.index.userAttributes, USER_ATTRIBUTES_PATH);
 }
 
-/** Validates an event before anything is read or written. */
+/**
+ * A caller's user read once into plain data ({@link plainUserInput}) and validated; what reading it throws is
+ * a `ValidationError` (see {@link unreadableInput}).
+ */
+export function readUserInput(cfg: LaurelConfig, read: () => unknown): UserInput {
+  try {
+    const user = plainUserInput(read());
+    validateUserInput(cfg, user);
+    return user;
+  } catch (error) {
+    throw unreadableInput(error, USER_PATH);
+  }
+}
+
+/**
+ * Validates an event before anything is read or written. What reading it throws (a getter, a Proxy trap) is
+ * a `ValidationError` (see {@link unreadableInput}); the engine reads the caller's objects once, into plain
+ * data, before (`readEvent`), while the pure core reads the event it is given where the rules need it.
+ */
 export function validateEvent(cfg: LaurelConfig, event: EventInput): void {
+  try {
+    checkEvent(cfg, event);
+  } catch (error) {
+    throw unreadableInput(error, EMPTY_PATH);
+  }
+}
+
+const EMPTY_PATH: readonly string[] = [];
+
+function checkEvent(cfg: LaurelConfig, event: EventInput): void {
   if (typeof event !== 'object' || event === null) fail(EVENT_PATH, 'must be an object');
   if (typeof event.metricKey !== 'string' || !cfg.index.metrics.has(event.metricKey)) throw new NotFoundError('metric', String(event.metricKey));
   validateUserInput(cfg, event.user);

@@ -9,7 +9,7 @@ import { applyValidatedEvent, replayResponse } from '../core/apply.js';
 import { needsReconcile } from '../core/rules.js';
 import type { CoreContext, Effects, EventInput, EventResponse, IdempotencyRecord, UserInput, UserState } from '../core/types.js';
 import type { Noted } from '../core/changes.js';
-import { validateEvent } from '../core/users.js';
+import { plainRecord, plainUserInput, unreadableInput, validateEvent } from '../core/users.js';
 import { isLaurelError, isLaurelErrorCode, ValidationError, type LaurelError } from '../errors.js';
 import type { BatchCommitOutcome, Commit, CommitResult, Store, VersionedState } from '../store/types.js';
 import { joinEffects, reconcileFromStore } from './evolution.js';
@@ -64,32 +64,49 @@ interface Pending {
   now: Date | null;
 }
 
-/** The core's event input from an engine call's arguments (tolerating a missing request or options). */
-export function eventOf(metricKey: string, request: { user?: UserInput; value?: number; attributes?: Record<string, string> } | null | undefined, opts: { idempotencyKey?: string }): EventInput {
-  const r = typeof request === 'object' && request !== null ? request : {};
-  const event = { metricKey, user: r.user, value: r.value } as EventInput;
-  if (r.attributes !== undefined) event.attributes = r.attributes;
-  if (opts.idempotencyKey !== undefined) event.idempotencyKey = opts.idempotencyKey;
-  return event;
+/**
+ * The core's event input from an engine call's arguments (tolerating a missing request or options), read
+ * once into plain data (see `plainUserInput`) and validated. What reading the caller's objects throws (a
+ * getter, a Proxy trap) is a `ValidationError` with it as `cause`, like any other bad input.
+ */
+export function readEvent(config: LaurelConfig, metricKey: string, request: { user?: UserInput; value?: number; attributes?: Record<string, string> } | null | undefined, opts: { idempotencyKey?: string } | null | undefined): EventInput {
+  try {
+    const r = typeof request === 'object' && request !== null ? request : {};
+    const event = { metricKey, user: plainUserInput(r.user), value: r.value } as EventInput;
+    const attributes = r.attributes;
+    if (attributes !== undefined) event.attributes = plainRecord(attributes) as Record<string, string>;
+    const key = typeof opts === 'object' && opts !== null ? opts.idempotencyKey : undefined;
+    if (key !== undefined) event.idempotencyKey = key;
+    validateEvent(config, event);
+    return event;
+  } catch (error) {
+    throw unreadableInput(error, []);
+  }
 }
 
 const scopeOf = (e: EventInput) => `${e.metricKey}\u0000${e.idempotencyKey as string}`;
 
 export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[]): Promise<BatchEventResult[]> {
-  if (!Array.isArray(input)) throw new ValidationError('events must be an array of events', [{ path: ['events'], message: 'must be an array' }]);
-  if (input.length > MAX_BATCH) throw new ValidationError(`events: at most ${MAX_BATCH} events per call (got ${input.length})`, [{ path: ['events'], message: `at most ${MAX_BATCH}` }]);
+  let length: number;
+  try {
+    if (!Array.isArray(input)) throw new ValidationError('events must be an array of events', [{ path: ['events'], message: 'must be an array' }]);
+    length = input.length;
+  } catch (error) {
+    throw unreadableInput(error, ['events']);
+  }
+  if (length > MAX_BATCH) throw new ValidationError(`events: at most ${MAX_BATCH} events per call (got ${length})`, [{ path: ['events'], message: `at most ${MAX_BATCH}` }]);
   const { config, store } = deps;
-  const results: (BatchEventResult | undefined)[] = new Array(input.length);
+  const results: (BatchEventResult | undefined)[] = new Array(length);
   const byUser = new Map<string, Pending[]>();
   // An index loop, not forEach: a hole in a sparse array is an entry too (read as undefined, and refused).
-  for (let at = 0; at < input.length; at++) {
-    const raw: unknown = input[at];
-    const r = (typeof raw === 'object' && raw !== null ? raw : {}) as Partial<BatchEvent>;
-    const event = eventOf(r.metricKey as string, r, r);
+  for (let at = 0; at < length; at++) {
+    let event: EventInput;
     try {
-      validateEvent(config, event);
+      const raw: unknown = input[at];
+      const r = (typeof raw === 'object' && raw !== null ? raw : {}) as Partial<BatchEvent>;
+      event = readEvent(config, r.metricKey as string, r, r);
     } catch (error) {
-      results[at] = { ok: false, error: error as LaurelError };
+      results[at] = { ok: false, error: unreadableInput(error, []) };
       continue;
     }
     let list = byUser.get(event.user.id);

@@ -53,11 +53,11 @@ import type {
 import { needsReconcile } from '../core/rules.js';
 import { applyOperation, type AdjustPointsResult, operationStreak, preferencesView, validateOperation, type PreferencesView, type UpdatePreferencesResult, type DeletePauseResult, type GrantFreezesResult, type OperationResult, type PauseStreakResult, type RestoreStreakResult } from '../core/operations.js';
 import { matchesFilter, own, userZone } from '../core/step.js';
-import { checkAttributes, validateEvent, validateText, validateUserId, validateUserInput } from '../core/users.js';
+import { checkAttributes, readUserInput, validateText, validateUserId } from '../core/users.js';
 import { directOf, type DirectStore } from '../store/direct.js';
 import { createMemoryStore } from '../store/memory.js';
 import type { Commit, CommitResult, RankChange, Store, VersionedState } from '../store/types.js';
-import { eventOf, recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
+import { readEvent, recordBatch, type BatchEvent, type BatchEventResult } from './batch.js';
 import { joinEffects, rankOfValue, reconcileFromStore, runReplay, type ReplayOptions, type ReplayReport } from './evolution.js';
 import { KeyedLock } from './lock.js';
 import { createObserver, instrument, type EngineHooks } from './observe.js';
@@ -794,8 +794,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
      */
     async recordEvent(metricKey: MetricKeyOf<C>, request: EventRequest, opts: RecordOptions = {}): Promise<EventResponse<ConfigKeysOf<C>>> {
       opts = opts ?? {};
-      const event = eventOf(metricKey as string, request, opts);
-      validateEvent(config, event);
+      const event = readEvent(config, metricKey as string, request, opts);
       if (direct !== null && direct.usable(rawStore) && lock.idle(event.user.id) && !observer.active()) {
         const response = recordDirect(direct, event);
         if (response !== undefined) return response as EventResponse<ConfigKeysOf<C>> | Promise<EventResponse<ConfigKeysOf<C>>>;
@@ -856,8 +855,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
      */
     async simulateEvent(metricKey: MetricKeyOf<C>, request: EventRequest, opts: RecordOptions = {}): Promise<EventResponse<ConfigKeysOf<C>>> {
       opts = opts ?? {};
-      const event = eventOf(metricKey as string, request, opts);
-      validateEvent(config, event);
+      const event = readEvent(config, metricKey as string, request, opts);
       const { loaded, record } = await loadForEvent(event);
       if (record && loaded) return replayResponse(config, loaded.state, event.metricKey, record.eventId, record.key, context()) as EventResponse<ConfigKeysOf<C>>;
       const ctx = context();
@@ -879,8 +877,8 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
     },
 
     /** Creates or updates a user (identify / upsert). New users get their `user_creation` awards. */
-    async identifyUser(user: UserInput): Promise<UserView> {
-      validateUserInput(config, user);
+    async identifyUser(input: UserInput): Promise<UserView> {
+      const user = readUserInput(config, () => input);
       return withUser(user.id, async (loaded) => {
         const ctx = context();
         const prior = loaded ? await current(loaded.state, ctx) : null;
@@ -892,8 +890,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
 
     /** Updates an existing user. @throws {NotFoundError} when the user does not exist. */
     async updateUser(userId: string, patch: Omit<UserInput, 'id'>): Promise<UserView> {
-      const user = { ...patch, id: userId };
-      validateUserInput(config, user);
+      const user = readUserInput(config, () => ({ ...patch, id: userId }));
       return withUser(userId, async (loaded) => {
         if (!loaded) throw new NotFoundError('user', userId);
         const ctx = context();
@@ -955,12 +952,12 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
     async completeAchievement(key: AchievementKeyOf<C>, input: { user: UserInput }): Promise<{ completionId: string; achievement: UserAchievement<AchievementKeyOf<C>>; points: EventPointsMap<PointsKeyOf<C>> }> {
       const achievement = config.index.achievements.get(key as string);
       if (!achievement) throw new NotFoundError('achievement', key as string);
-      validateUserInput(config, input?.user);
-      return withUser(input.user.id, async (loaded) => {
+      const user = readUserInput(config, () => input?.user);
+      return withUser(user.id, async (loaded) => {
         const ctx = context();
         const prior = loaded ? await current(loaded.state, ctx) : null;
-        const out = applyCompletion(config, prior?.state ?? null, achievement, input.user, ctx);
-        if (out.changed || prior?.effects) await commit(input.user.id, loaded, out.state, prior?.effects ? joinEffects(prior.effects, out.effects) : out.effects, ctx);
+        const out = applyCompletion(config, prior?.state ?? null, achievement, user, ctx);
+        if (out.changed || prior?.effects) await commit(user.id, loaded, out.state, prior?.effects ? joinEffects(prior.effects, out.effects) : out.effects, ctx);
         const { completionId, achievement: view, points } = out.result as CompletionResult;
         return { completionId, achievement: view as UserAchievement<AchievementKeyOf<C>>, points: points as EventPointsMap<PointsKeyOf<C>> };
       });
