@@ -532,7 +532,7 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       let ok = true;
       for (let i = 0; i < segments.length && ok; i++) {
         const part = route.pattern[i] as string;
-        if (part.startsWith(':')) p[part.slice(1)] = segments[i] as string;
+        if (part.startsWith(':')) ok = (p[part.slice(1)] = segments[i] as string) !== '';
         else ok = part === segments[i];
       }
       if (ok) {
@@ -550,7 +550,9 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       const principal = await authorised(request);
       if (!principal) throw new UnauthorizedError();
       const url = new URL(request.url);
-      let raw = url.pathname.split('/').filter((s) => s !== '');
+      // Every segment counts, empty ones too: `/v1/users//points` names no route (it used to be read as
+      // `/v1/users/points`, user "points"), nor does `/v1/leaderboards/` (an empty key; it listed all boards).
+      let raw = url.pathname.slice(1).split('/');
       const isAdmin = adminBase !== null && adminBase.length > 0 && adminBase.length < raw.length && adminBase.every((s, i) => raw[i] === s);
       // The admin API under its base path; the seed's event path under /api; the current API under /v1.
       // The admin API is for server keys only.
