@@ -83,7 +83,7 @@ describe('time zone names', () => {
   });
 
   it('aliases outside the listed names resolve through Intl, stably and case-insensitively', () => {
-    for (const alias of ['US/Pacific', 'Etc/GMT+5', 'Etc/UTC', 'GMT', 'America/Argentina/ComodRivadavia', 'Europe/Kyiv', 'Asia/Kolkata']) {
+    for (const alias of ['US/Pacific', 'Etc/GMT+5', 'Etc/UTC', 'GMT', 'America/Argentina/ComodRivadavia', 'Asia/Calcutta', 'Europe/Kiev']) {
       const c = canonicalTimeZone(alias);
       expect(c, alias).not.toBeNull();
       expect(canonicalTimeZone(c as string)).toBe(c);
@@ -92,6 +92,18 @@ describe('time zone names', () => {
       expect(c).toBe(new Intl.DateTimeFormat('en-US', { timeZone: alias }).resolvedOptions().timeZone);
     }
     expect(canonicalTimeZone('Etc/GMT+5')).toBe('Etc/GMT+5');
+  });
+
+  it("the tz database's current names are kept as sent, where Intl lists an older name (Asia/Kolkata, not Asia/Calcutta)", () => {
+    for (const [current, older] of [['Asia/Kolkata', 'Asia/Calcutta'], ['Europe/Kyiv', 'Europe/Kiev'], ['Asia/Ho_Chi_Minh', 'Asia/Saigon'], ['America/Nuuk', 'America/Godthab'], ['America/Argentina/Buenos_Aires', 'America/Buenos_Aires']] as const) {
+      expect(canonicalTimeZone(current)).toBe(current);
+      expect(canonicalTimeZone(current.toLowerCase())).toBe(current);
+      expect(canonicalTimeZone(older)).toBe(older);
+      // The same zone under either name: the same local dates.
+      for (const ms of [Date.UTC(2022, 2, 27, 0, 30), Date.UTC(2026, 9, 25, 0, 30), Date.UTC(2026, 5, 1, 22, 0)]) {
+        expect(localDateOf(ms, current)).toBe(localDateOf(ms, older));
+      }
+    }
   });
 
   it('localDateOf and startOfLocalDate accept any spelling of a zone and reject unknown zones', () => {
@@ -338,5 +350,18 @@ describe('supported range', () => {
     expect(localDateOf(Date.parse('0000-03-01T12:00:00Z'), 'UTC')).toBe('0000-03-01');
     expect(localDateOf(Date.parse('-000001-03-01T12:00:00Z'), 'UTC')).toBe('-0001-03-01');
     expect(localDateOf(Date.parse('+010000-01-01T12:00:00Z'), 'UTC')).toBe('10000-01-01');
+  });
+});
+
+describe('a user keeps the zone name they sent', () => {
+  it('Asia/Kolkata stays Asia/Kolkata in the user record and in change notifications', async () => {
+    const { createEngine, defineConfig } = await import('../src/index.js');
+    const { createMemoryStore } = await import('../src/memory.js');
+    const engine = createEngine({ config: defineConfig({ metrics: [{ key: 'm', name: 'M' }], timeZone: 'europe/kyiv' }), store: createMemoryStore(), clock: () => new Date('2026-01-06T10:00:00Z') });
+    expect(engine.config.timeZone).toBe('Europe/Kyiv');
+    await engine.recordEvent('m', { user: { id: 'u', tz: 'asia/kolkata' }, value: 1 });
+    expect((await engine.getUser('u')).tz).toBe('Asia/Kolkata');
+    await engine.identifyUser({ id: 'u', tz: 'Asia/Calcutta' });
+    expect((await engine.getUser('u')).tz).toBe('Asia/Calcutta');
   });
 });

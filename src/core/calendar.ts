@@ -74,11 +74,30 @@ let knownNames: Map<string, string> | undefined;
 /** Bounded: lower-cased spellings Intl rejected (null), or resolutions that did not fit in knownNames. */
 const fallbackNames = new Map<string, string | null>();
 
+/**
+ * Current IANA zone names (each a `Zone` of the tz database, 2025b) that ICU, and so Intl, lists under an
+ * older name and resolves to it (`Asia/Kolkata` to `Asia/Calcutta`, `Europe/Kyiv` to `Europe/Kiev`). A user
+ * who sends one keeps it: it is the zone's name in the tz database, and the one the caller chose.
+ */
+const CURRENT_ZONE_NAMES = [
+  'Africa/Asmara', 'America/Argentina/Buenos_Aires', 'America/Argentina/Catamarca', 'America/Argentina/Cordoba',
+  'America/Argentina/Jujuy', 'America/Argentina/Mendoza', 'America/Atikokan', 'America/Indiana/Indianapolis',
+  'America/Kentucky/Louisville', 'America/Nuuk', 'Asia/Ho_Chi_Minh', 'Asia/Kathmandu', 'Asia/Kolkata', 'Asia/Yangon',
+  'Atlantic/Faroe', 'Europe/Kyiv', 'Pacific/Chuuk', 'Pacific/Kanton', 'Pacific/Pohnpei',
+];
+
 function names(): Map<string, string> {
   if (knownNames === undefined) {
     const m = new Map<string, string>();
     const listed = typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : [];
-    for (const n of [...listed, 'UTC']) {
+    const current = CURRENT_ZONE_NAMES.filter((n) => {
+      try {
+        return new Intl.DateTimeFormat('en-US', { timeZone: n }).resolvedOptions().timeZone.length > 0;
+      } catch {
+        return false; // a runtime whose tz data predates the name
+      }
+    });
+    for (const n of [...listed, ...current, 'UTC']) {
       m.set(n, n);
       m.set(n.toLowerCase(), n);
     }
@@ -90,8 +109,10 @@ function names(): Map<string, string> {
 /**
  * The canonical IANA name of a zone, matched case-insensitively (`europe/paris` -> `Europe/Paris`, `utc` ->
  * `UTC`), or null when it is not a zone this runtime knows (empty, longer than 100 characters, or rejected by
- * Intl). Names in `Intl.supportedValuesOf('timeZone')` and `UTC` come back exactly as listed there; other
- * names Intl accepts (aliases such as `US/Pacific`, `Etc/GMT+5`) come back as Intl resolves them. The result
+ * Intl). Names in `Intl.supportedValuesOf('timeZone')`, `UTC` and the tz database's current names that Intl
+ * lists under an older one (`Asia/Kolkata`, `Europe/Kyiv`: see `CURRENT_ZONE_NAMES`) come back exactly as
+ * spelled there; other names Intl accepts (aliases such as `US/Pacific`, `Etc/GMT+5`) come back as Intl
+ * resolves them. The result
  * is stable: canonicalTimeZone(canonicalTimeZone(x)) === canonicalTimeZone(x).
  */
 export function canonicalTimeZone(tz: string): string | null {
