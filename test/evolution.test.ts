@@ -328,7 +328,7 @@ describe('replay', () => {
     expect((await b.getUserAchievements('u1')).map((x) => x.key)).toEqual(['two']);
     expect((await b.getPointsSummary('u1', 'coins')).total).toBe(3);
     const r = await b.replay({ policy: 'retroactive', users: ['u1'] });
-    expect(r.diffs[0]?.achievements).toEqual({ gained: [], lost: ['two'] });
+    expect(r.diffs[0]?.achievements).toEqual({ gained: [], lost: ['two'], redated: [] });
     expect(r.diffs[0]?.points.coins).toEqual({ before: 3, after: 1, delta: -2 });
     expect(await b.getUserAchievements('u1')).toEqual([]);
     expect((await b.listAchievements())[0]?.completions).toBe(1);

@@ -266,12 +266,15 @@ export interface ReplayDiff {
   userId: string;
   /** True when replay changes anything for this user. */
   changed: boolean;
-  /** Achievement keys the user gains and loses. */
-  achievements: { gained: string[]; lost: string[] };
+  /**
+   * Achievement keys the user gains and loses, and (`retroactive`) those they keep whose `achievedAt` moves
+   * to when the condition was first met under the current rules.
+   */
+  achievements: { gained: string[]; lost: string[]; redated: string[] };
   /** Systems whose total changes: before, after, and the change. */
   points: Record<string, { before: number; after: number; delta: number }>;
-  /** The streak's length before and after. */
-  streak: { before: number; after: number };
+  /** The streak's length before and after, and the user's freezes before and after (0 without a streak). */
+  streak: { before: number; after: number; freezesBefore: number; freezesAfter: number };
   /**
    * Boards whose value for the user changes (current runs): value before and after (null: no entry), and,
    * filled by `engine.replay` (the pure functions leave them null), the user's rank before and the rank the
@@ -351,6 +354,7 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
   const achievements = ownRecord(step, 'achievements');
   const gained: string[] = [];
   const lost: string[] = [];
+  const redated: string[] = [];
   for (const a of cfg.achievements) {
     const was = own(before.achievements, a.key);
     const now = own(target.achievements, a.key);
@@ -361,6 +365,7 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
     } else if (was && now && take && was.achievedAt !== now.achievedAt) {
       // Recomputed: the instant the condition was first met under the current rules.
       achievements[a.key] = { achievedAt: now.achievedAt, completionId: was.completionId };
+      redated.push(a.key);
     } else if (was && !now && take && a.status === 'active') {
       // An inactive or locked achievement unlocks for nobody now, so a recount cannot earn it: holders keep it.
       delete achievements[a.key];
@@ -432,6 +437,10 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
         if (n !== undefined) ps.time[t.id] = n;
         else delete ps.time[t.id];
       }
+      // With the restart instants of `anchor: 'lastSpend'` schedules the counts above are read against
+      // (never written in place: shared, not copied).
+      if (tps.anchors !== undefined) ps.anchors = tps.anchors;
+      else delete ps.anchors;
     }
     surplus.sort((x, y) => (x.at < y.at ? -1 : x.at > y.at ? 1 : 0));
     for (const r of surplus) {
@@ -493,10 +502,26 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
   step.state.rules = cfg.rules.all;
   refillYearlyChanges(step, rows);
   const state = sealState(step);
-  return { state, effects: step.effects, backdated: gained, awards: awardsOut(step), diff: diffOf(cfg, before, state, gained, lost, reversed, added, take ? rebuilt.rejected.filter((r) => r.kind === 'metric').length : 0) };
+  const diff = diffOf(cfg, before, state, gained, lost, reversed, added, take ? rebuilt.rejected.filter((r) => r.kind === 'metric').length : 0, redated);
+  // Anything else the recomputation moved (trigger progress, a schedule's restart instant, the streak's
+  // periods): the user changed, and the engine commits the new state.
+  if (!diff.changed && !sameData(before, state, 'rules')) diff.changed = true;
+  return { state, effects: step.effects, backdated: gained, awards: awardsOut(step), diff };
 }
 
-function diffOf(cfg: LaurelConfig, before: UserState, after: UserState, gained: string[], lost: string[], reversed: number, added: number, rejected: number): ReplayDiff {
+/** Deep equality of two JSON-like values (plain objects, arrays, primitives), ignoring the top-level key `skip`. */
+function sameData(a: unknown, b: unknown, skip?: string): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a).filter((k) => k !== skip && (a as Record<string, unknown>)[k] !== undefined);
+  const kb = Object.keys(b).filter((k) => k !== skip && (b as Record<string, unknown>)[k] !== undefined);
+  if (ka.length !== kb.length) return false;
+  for (const k of ka) if (!Object.hasOwn(b, k) || !sameData((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  return true;
+}
+
+function diffOf(cfg: LaurelConfig, before: UserState, after: UserState, gained: string[], lost: string[], reversed: number, added: number, rejected: number, redated: string[] = []): ReplayDiff {
   const points: ReplayDiff['points'] = {};
   for (const s of cfg.pointsSystems) {
     const b = pointsState(before, s.key).total;
@@ -511,11 +536,11 @@ function diffOf(cfg: LaurelConfig, before: UserState, after: UserState, gained: 
     if (b === a || (a && b && a.run === b.run && a.group === b.group && a.value === b.value)) continue;
     leaderboards[l.key] = { before: b ? b.value : null, after: a ? a.value : null, rankBefore: null, rankAfter: null };
   }
-  const streak = { before: before.streak?.length ?? 0, after: after.streak?.length ?? 0 };
+  const streak = { before: before.streak?.length ?? 0, after: after.streak?.length ?? 0, freezesBefore: before.streak?.freezes ?? 0, freezesAfter: after.streak?.freezes ?? 0 };
   const diff: ReplayDiff = {
     userId: before.user.id,
     changed: false,
-    achievements: { gained: [...gained], lost: [...lost] },
+    achievements: { gained: [...gained], lost: [...lost], redated: [...redated] },
     points,
     streak,
     leaderboards,
@@ -523,6 +548,15 @@ function diffOf(cfg: LaurelConfig, before: UserState, after: UserState, gained: 
     rejectedEvents: rejected,
   };
   diff.changed =
-    gained.length > 0 || lost.length > 0 || Object.keys(points).length > 0 || streak.before !== streak.after || Object.keys(leaderboards).length > 0 || reversed > 0 || added > 0 || rejected > 0;
+    gained.length > 0 ||
+    lost.length > 0 ||
+    redated.length > 0 ||
+    Object.keys(points).length > 0 ||
+    streak.before !== streak.after ||
+    streak.freezesBefore !== streak.freezesAfter ||
+    Object.keys(leaderboards).length > 0 ||
+    reversed > 0 ||
+    added > 0 ||
+    rejected > 0;
   return diff;
 }
