@@ -133,8 +133,8 @@ const entryOf = (b: BoardEntry): BoardEntry => ({ run: b.run, group: b.group, va
 
 /**
  * The user's board state after writing `next` (the entry of one run): the latest run's entry, with the
- * entries of earlier runs a move westwards can still reach (boards following each user's zone only; the
- * list changes only when the run does, so the usual write costs nothing more).
+ * entries of earlier runs a move westwards or a clock stepping back can still reach (the list changes only
+ * when the run does, so the usual write costs nothing more).
  */
 function nextBoardState(board: CompiledLeaderboard, prior: BoardState | undefined, run: LocalDate, group: string, value: number, reachedAt: string): BoardState {
   // The usual write, another one in the same run: one object, built whole (no intermediate entry to spread).
@@ -143,13 +143,13 @@ function nextBoardState(board: CompiledLeaderboard, prior: BoardState | undefine
   if (prior === undefined) return next;
   if (next.run < prior.run) {
     // An earlier run (the user moved westwards, or the clock went back): kept among the earlier ones.
-    if (board.timeZone !== null || !revisitable(board, next.run, prior.run)) return prior;
+    if (!revisitable(board, next.run, prior.run)) return prior;
     const earlier = (prior.earlier ?? []).filter((e) => e.run !== next.run);
     earlier.push(next);
     earlier.sort((a, b) => (a.run < b.run ? 1 : a.run > b.run ? -1 : 0));
     return { ...entryOf(prior), earlier };
   }
-  if (board.timeZone !== null) return next;
+  // Boards with a zone of their own keep them too: the clock can step back across the run's end.
   const earlier = [entryOf(prior), ...(prior.earlier ?? [])].filter((e) => revisitable(board, e.run, next.run));
   return earlier.length > 0 ? { ...next, earlier } : next;
 }
@@ -398,6 +398,10 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     const group = groupOf(board, step.state.user.attributes);
     const prior = own(step.state.leaderboards, board.key);
     const mine = entryIn(prior, run.start);
+    // A run before the latest one the user counts in, of which the state keeps no entry (it ended more than
+    // 2 days before the latest began: a clock or a move further back than the state reaches): its value is
+    // unknown here, and writing the call's part alone would replace it in the rankings, so it is left as it is.
+    if (mine === undefined && absolute === null && prior !== undefined && run.start < prior.run) continue;
     const previous = mine !== undefined ? mine.value : 0;
     const value = absolute ?? addExact(previous, delta);
     if (!(Math.abs(value) <= MAX_EXACT)) {
