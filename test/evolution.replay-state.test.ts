@@ -80,4 +80,26 @@ describe('retroactive replay commits everything it recomputes', () => {
       expect({ total: a.total, next: a.nextGrantAt }).toEqual({ total: b.total, next: b.nextGrantAt });
     }
   });
+
+  it('the operations of one runOperations call, all or none, as the call was', async () => {
+    const cfg = (max: number): ConfigInput => ({
+      metrics: [{ key: 'lessons', name: 'Lessons' }],
+      streak: { frequency: 'daily', freezes: { initial: 1, max } },
+      pointsSystems: [{ key: 'coins', name: 'Coins', triggers: [{ key: 'signup', type: 'user_creation', points: 50 }] }],
+    });
+    // The shop: spend 10 coins and take a freeze, only if there is room for it.
+    const shop = [{ op: 'adjustPoints', system: 'coins', amount: -10 }, { op: 'grantFreezes', count: 1, requireRoom: true }] as const;
+    const store = createMemoryStore();
+    await at(store, cfg(3), T0, 'x').identifyUser({ id: 'u' });
+    await at(store, cfg(3), T0, 'y').runOperations('u', [...shop]);
+    // Under max 1 the call is refused whole from scratch.
+    const scratch = createMemoryStore();
+    await at(scratch, cfg(1), T0, 'x').identifyUser({ id: 'u' });
+    await expect(at(scratch, cfg(1), T0, 'y').runOperations('u', [...shop])).rejects.toMatchObject({ code: 'VALIDATION' });
+    await at(store, cfg(1), T0 + H).replay({ policy: 'retroactive', users: ['u'] });
+    for (const s of [store, scratch]) {
+      const e = at(s, cfg(1), T0 + H);
+      expect({ coins: (await e.getPointsSummary('u', 'coins')).total, freezes: (await e.getStreak('u')).freezes }).toEqual({ coins: 50, freezes: 1 });
+    }
+  });
 });

@@ -39,6 +39,7 @@ import type {
   UserState,
 } from './types.js';
 import { mergeUser, newUserState, validateEvent, validateUserInput } from './users.js';
+import { stableId } from './ids.js';
 
 /** Validates an instant: a valid Date whose local date in every zone lies in the supported date range. */
 export function checkInstant(value: unknown, path: readonly (string | number)[]): asserts value is Date {
@@ -317,12 +318,28 @@ export function applyCompletion(cfg: LaurelConfig, priorInput: UserState | null 
 }
 
 /**
- * The user's state as of `now` without committing anything: streak maintenance and time grants applied
- * lazily, exactly as the next write would materialise them.
+ * The context of a read of `state` at `ctx.now`: ids derived from the user, the instant and `kind` (one
+ * sequence per kind), so that a read draws nothing from `ctx.newId` and shows the same ids at the same instant.
+ */
+export function readContext(state: UserState, ctx: CoreContext, kind: string): CoreContext {
+  const user = (state as Partial<UserState> | null)?.user;
+  const seed = `${String(user?.id)}\u0000${String(user?.created)}\u0000${ctx.now.getTime()}\u0000`;
+  let n = 0;
+  return { now: ctx.now, newId: () => stableId(kind, seed + n++) };
+}
+
+/**
+ * The user's state as of `now` without committing anything, exactly as the next write (`applyAccrue`) would
+ * leave it: streak maintenance and time grants applied lazily, and what a changed configuration settles
+ * (an achievement whose prerequisites the user now meets, with its triggers' points, the boards they move).
+ * It draws no ids from `ctx.newId`: a due time grant's award id is derived from the grant (the same on every
+ * read), anything else made here (a completion, an award, a streak row) from the user and `now`.
  */
 export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: Map<string, Award[]>; effects: Effects } {
   if (state === null || state === undefined) throw new ValidationError('viewState needs the state of an existing user', [{ path: ['state'], message: 'is required' }]);
-  const step = begin(cfg, state, null, ctx, true);
+  checkCall(cfg, ctx);
+  const step = begin(cfg, state, null, readContext(state, ctx, 'view'), true);
+  finish(step, null, 0, undefined);
   return { state: sealState(step), today: step.today, tz: step.tz, awards: awardsOut(step), effects: step.effects };
 }
 

@@ -22,6 +22,7 @@ import { attributesMoved, pushAttributeTotals } from './totals.js';
 import { adoptState, awardsOut, createStep, localDateIn, matchesFilter, own, ownPoints, ownRecord, sealState, type Step } from './step.js';
 import type {
   AdjustmentRow,
+  PointsState,
   Award,
   AwardRow,
   CompletionRowData,
@@ -110,6 +111,15 @@ export function rebuildUser(cfg: LaurelConfig, userId: string, rows: readonly Le
     const u = current.user;
     seed(u, Date.parse(u.created) <= Date.parse(r.at) ? new Date(u.created) : new Date(r.at));
   };
+  const operations = new Map<string, LedgerRow>();
+  const groups = new Map<string, readonly string[]>();
+  for (const r of rows) {
+    if (r.kind !== 'operation') continue;
+    operations.set(r.id, r);
+    const batch = (r.data as OperationRowData).batch;
+    if (batch) for (const id of batch) groups.set(id, batch);
+  }
+  const done = new Set<string>();
   for (const r of rows) {
     const ctx: CoreContext = { now: new Date(r.at), newId };
     try {
@@ -131,13 +141,29 @@ export function rebuildUser(cfg: LaurelConfig, userId: string, rows: readonly Le
         state = out.state;
         keep(out.effects);
       } else if (r.kind === 'operation') {
-        if (state === null) continue;
-        const { result, ...op } = r.data as OperationRowData;
-        // A pause keeps the id it was given, which a later deletePause row names.
-        const pauseId = op.op === 'pauseStreak' ? (result as { pause?: { id?: unknown } } | undefined)?.pause?.id : op.op === 'createBoost' ? (result as { boost?: { id?: unknown } } | undefined)?.boost?.id : undefined;
-        const out = applyOperation(cfg, state, typeof pauseId === 'string' ? { ...op, id: pauseId } as OperationInput : op, ctx);
-        state = out.state;
-        keep(out.effects);
+        if (state === null || done.has(r.id)) continue;
+        // The operations of one `runOperations` call (their rows named by its last row's `batch`) apply
+        // together or not at all, as the call did.
+        const group = groups.get(r.id)?.flatMap((id) => {
+          const m = operations.get(id);
+          return m ? [m] : [];
+        }) ?? [r];
+        for (const m of group) done.add(m.id);
+        let next: UserState = state;
+        const effects: Effects[] = [];
+        try {
+          for (const m of group) {
+            const out = applyOperation(cfg, next, operationOf(m), { now: new Date(m.at), newId });
+            next = out.state;
+            effects.push(out.effects);
+          }
+        } catch (error) {
+          if (!isLaurelError(error)) throw error;
+          for (const m of group) rejected.push(m);
+          continue;
+        }
+        state = next;
+        effects.forEach(keep);
       } else if (r.kind === 'achievement') {
         const achievement = cfg.index.achievements.get(r.key);
         if (!achievement || achievement.trigger !== 'api') continue;
@@ -161,6 +187,14 @@ export function rebuildUser(cfg: LaurelConfig, userId: string, rows: readonly Le
     keep(out.effects);
   }
   return { state, ledger, rejected };
+}
+
+/** An `operation` row's operation as it was called (a pause and a boost keep the id they were given). */
+function operationOf(r: LedgerRow): OperationInput {
+  const { result, batch: _batch, ...op } = r.data as OperationRowData;
+  // A pause keeps the id it was given, which a later deletePause row names.
+  const id = op.op === 'pauseStreak' ? (result as { pause?: { id?: unknown } } | undefined)?.pause?.id : op.op === 'createBoost' ? (result as { boost?: { id?: unknown } } | undefined)?.boost?.id : undefined;
+  return typeof id === 'string' ? ({ ...op, id } as OperationInput) : (op as OperationInput);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -503,19 +537,25 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
   refillYearlyChanges(step, rows);
   const state = sealState(step);
   const diff = diffOf(cfg, before, state, gained, lost, reversed, added, take ? rebuilt.rejected.filter((r) => r.kind === 'metric').length : 0, redated);
-  // Anything else the recomputation moved (trigger progress, a schedule's restart instant, the streak's
-  // periods): the user changed, and the engine commits the new state.
-  if (!diff.changed && !sameData(before, state, 'rules')) diff.changed = true;
+  // What else the recomputation moves that the next calls read: the streak (its period, expiry and
+  // freezes), filtered achievement progress, trigger progress and the restart instants of `lastSpend`
+  // schedules. Then the user changed, and the engine commits the new state. (Time grant counts are left out:
+  // a call that only passes grants by commits nothing, and a count a later call settles the same way is not
+  // a change.)
+  if (!diff.changed && !(sameData(before.streak, state.streak) && sameData(before.achievementProgress, state.achievementProgress) && cfg.pointsSystems.every((sys) => sameProgress(pointsState(before, sys.key), pointsState(state, sys.key))))) diff.changed = true;
   return { state, effects: step.effects, backdated: gained, awards: awardsOut(step), diff };
 }
 
-/** Deep equality of two JSON-like values (plain objects, arrays, primitives), ignoring the top-level key `skip`. */
-function sameData(a: unknown, b: unknown, skip?: string): boolean {
+/** A points system's trigger progress and `lastSpend` restart instants, equal in both states. */
+const sameProgress = (a: PointsState, b: PointsState): boolean => sameData(a.metric, b.metric) && sameData(a.anchors ?? {}, b.anchors ?? {});
+
+/** Deep equality of two JSON-like values (plain objects, arrays, primitives; an undefined property is absent). */
+function sameData(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
-  const ka = Object.keys(a).filter((k) => k !== skip && (a as Record<string, unknown>)[k] !== undefined);
-  const kb = Object.keys(b).filter((k) => k !== skip && (b as Record<string, unknown>)[k] !== undefined);
+  const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
+  const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
   if (ka.length !== kb.length) return false;
   for (const k of ka) if (!Object.hasOwn(b, k) || !sameData((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
   return true;

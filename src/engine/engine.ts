@@ -7,7 +7,7 @@ import type { AchievementKeyOf, CompiledLeaderboard, ConfigKeys, ConfigKeysOf, L
 import { ConflictError, isLaurelError, isLaurelErrorCode, NoLevelsError, NotFoundError, storageError, ValidationError, type LaurelError } from '../errors.js';
 import { guardStore } from './guard.js';
 import { achievementView, achievementWithProgress, listedFor } from '../core/achievements.js';
-import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkConfig, checkInstant, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
+import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkConfig, checkInstant, readContext, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
 import { isValidLocalDate, localDateOf } from '../core/calendar.js';
 import {
   boardIndex,
@@ -749,7 +749,8 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
 
   /** `viewState` of the user's state brought in line with the rules (for reads: nothing is committed). */
   async function viewOf(state: UserState, ctx: CoreContext): Promise<ReturnType<typeof viewState>> {
-    const prior = await current(state, ctx);
+    // A read draws no ids: what the configuration's changes make here is committed by no one.
+    const prior = await current(state, readContext(state, ctx, 'view-reconcile'));
     const view = viewState(config, prior.state, ctx);
     if (!prior.effects || !prior.awards) return view;
     const awards = new Map(prior.awards);
@@ -1227,14 +1228,16 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
     /** Every metric's current total for a user, with the metric achievements they completed. */
     async getUserMetrics(userId: string): Promise<MetricResponse[]> {
       const { state } = await loadOrThrow(userId);
-      return config.metrics.map((m) => metricResponse(m.key, state));
+      // As the current configuration shows the user (a read applies its changes; docs/rules.md, section 10).
+      const view = (await viewOf(state, context())).state;
+      return config.metrics.map((m) => metricResponse(m.key, view));
     },
 
     /** One metric's current total for a user. */
     async getUserMetric(userId: string, metricKey: MetricKeyOf<C>): Promise<MetricResponse> {
       metricKeyOrThrow(metricKey as string);
       const { state } = await loadOrThrow(userId);
-      return metricResponse(metricKey as string, state);
+      return metricResponse(metricKey as string, (await viewOf(state, context())).state);
     },
 
     /** Per-period totals and changes of a metric for charts (docs/rules.md, section 6). */

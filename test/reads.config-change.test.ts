@@ -1,0 +1,68 @@
+/**
+ * Reads show what the next write commits (docs/rules.md, section 10: a changed configuration applies "on the
+ * next read or write"; reads apply it to what they return without committing). Two reads did not:
+ * `getUserMetric(s)` read the stored state as it was (an added achievement the user already met showed as
+ * incomplete there, unlocked in `getUserAchievements`), and no read settled what a write settles (a composite
+ * achievement added whose prerequisites the user holds showed only after some write). Found by a fuzz of
+ * configuration changes; reads still draw no ids and commit nothing.
+ */
+import { expect, it } from 'vitest';
+import { createEngine, defineConfig, type ConfigInput } from '../src/index.js';
+import { createMemoryStore } from '../src/memory.js';
+
+const T0 = Date.parse('2026-03-02T10:00:00Z');
+const DAY = 86_400_000;
+
+function engineOn(store: ReturnType<typeof createMemoryStore>, config: ConfigInput, ms: number) {
+  let drawn = 0;
+  const engine = createEngine({ config: defineConfig(config), store, clock: () => new Date(ms), newId: () => `id-${ms}-${drawn++}` });
+  return { engine, drawn: () => drawn };
+}
+
+it('getUserMetric and getUserMetrics show an added achievement the user already met, as getUserAchievements does', async () => {
+  const cfg = (withAchievement: boolean): ConfigInput => ({
+    metrics: [{ key: 'lessons', name: 'Lessons' }],
+    achievements: withAchievement ? [{ key: 'three', name: 'Three', trigger: 'metric', metricKey: 'lessons', metricValue: 3 }] : [],
+  });
+  const store = createMemoryStore();
+  await engineOn(store, cfg(false), T0).engine.recordEvent('lessons', { user: { id: 'u' }, value: 3 });
+  const { engine, drawn } = engineOn(store, cfg(true), T0 + DAY);
+  const expected = (await engine.getUserAchievements('u', { includeIncomplete: true }))[0];
+  expect(expected?.achievedAt).toBe(new Date(T0).toISOString());
+  expect((await engine.getUserMetric('u', 'lessons')).achievements[0]).toEqual(expected);
+  expect((await engine.getUserMetrics('u'))[0]?.achievements[0]).toEqual(expected);
+  expect(drawn()).toBe(0);
+});
+
+it('reads show a composite achievement a changed configuration unlocks, with its points, as the next write commits it', async () => {
+  const cfg = (later: boolean): ConfigInput => ({
+    metrics: [
+      { key: 'lessons', name: 'Lessons' },
+      { key: 'quizzes', name: 'Quizzes' },
+    ],
+    achievements: [
+      { key: 'a1', name: 'A1', trigger: 'metric', metricKey: 'lessons', metricValue: 1 },
+      // Raised: the user keeps it (section 10).
+      { key: 'a2', name: 'A2', trigger: 'metric', metricKey: 'quizzes', metricValue: later ? 5 : 1 },
+      ...(later ? [{ key: 'both', name: 'Both', trigger: 'achievement' as const, achievementKeys: ['a1', 'a2'] }] : []),
+    ],
+    pointsSystems: [{ key: 'xp', name: 'XP', triggers: later ? [{ key: 'for-both', type: 'achievement' as const, achievementKey: 'both', points: 50 }] : [{ key: 'per', type: 'metric' as const, metricKey: 'lessons', metricThreshold: 1, points: 1 }] }],
+  });
+  const store = createMemoryStore();
+  const a = engineOn(store, cfg(false), T0).engine;
+  await a.recordEvent('lessons', { user: { id: 'u' }, value: 1 });
+  await a.recordEvent('quizzes', { user: { id: 'u' }, value: 1 });
+  const { engine, drawn } = engineOn(store, cfg(true), T0 + DAY);
+  const held = async () => (await engine.getUserAchievements('u')).map((x) => `${x.key}@${x.achievedAt}`);
+  const before = await held();
+  expect(before).toContain(`both@${new Date(T0 + DAY).toISOString()}`);
+  expect((await engine.getProfile('u')).achievements.find((x) => x.key === 'both')?.achievedAt).toBe(new Date(T0 + DAY).toISOString());
+  const seen = await engine.getPointsSummary('u', 'xp');
+  // Reads commit nothing and draw no ids; the same read twice gives the same award ids.
+  expect(drawn()).toBe(0);
+  expect((await engine.getPointsSummary('u', 'xp')).awards).toEqual(seen.awards);
+  expect((await store.loadUser('u'))?.state.achievements.both).toBeUndefined();
+  await engine.accrue('u');
+  expect(await held()).toEqual(before);
+  expect((await engine.getPointsSummary('u', 'xp')).total).toBe(seen.total);
+});
