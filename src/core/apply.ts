@@ -329,17 +329,29 @@ export function readContext(state: UserState, ctx: CoreContext, kind: string): C
 }
 
 /**
- * The user's state as of `now` without committing anything, exactly as the next write (`applyAccrue`) would
- * leave it: streak maintenance and time grants applied lazily, and what a changed configuration settles
- * (an achievement whose prerequisites the user now meets, with its triggers' points, the boards they move).
+ * The user's state as of `now` without committing anything, as the next write (`applyAccrue`) would leave
+ * it: streak maintenance and time grants applied lazily, and, when the configuration changed since the state
+ * was committed, what a write settles (an achievement whose prerequisites the user now meets, with its
+ * triggers' points, the boards they move).
  * It draws no ids from `ctx.newId`: a due time grant's award id is derived from the grant (the same on every
  * read), anything else made here (a completion, an award, a streak row) from the user and `now`.
  */
 export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: Map<string, Award[]>; effects: Effects } {
   if (state === null || state === undefined) throw new ValidationError('viewState needs the state of an existing user', [{ path: ['state'], message: 'is required' }]);
+  // What the last write left is settled under the rules it was counted under: a changed configuration is
+  // what gives `finish` something to settle (reads without one keep their cost: no board or index work).
+  return viewAfter(cfg, state, ctx, (state as Partial<UserState> | null)?.rules !== cfg.rules.all);
+}
+
+/**
+ * `viewState`, settling what a write settles when `settle` (the configuration changed since the state the
+ * read started from was committed: the engine passes the state it reconciled, and says so).
+ */
+export function viewAfter(cfg: LaurelConfig, state: UserState, ctx: CoreContext, settle: boolean): ReturnType<typeof viewState> {
+  if (state === null || state === undefined) throw new ValidationError('viewState needs the state of an existing user', [{ path: ['state'], message: 'is required' }]);
   checkCall(cfg, ctx);
   const step = begin(cfg, state, null, readContext(state, ctx, 'view'), true);
-  finish(step, null, 0, undefined);
+  if (settle) finish(step, null, 0, undefined);
   return { state: sealState(step), today: step.today, tz: step.tz, awards: awardsOut(step), effects: step.effects };
 }
 

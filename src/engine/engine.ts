@@ -7,7 +7,7 @@ import type { AchievementKeyOf, CompiledLeaderboard, ConfigKeys, ConfigKeysOf, L
 import { ConflictError, isLaurelError, isLaurelErrorCode, NoLevelsError, NotFoundError, storageError, ValidationError, type LaurelError } from '../errors.js';
 import { guardStore } from './guard.js';
 import { achievementView, achievementWithProgress, listedFor } from '../core/achievements.js';
-import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkConfig, checkInstant, readContext, replayResponse, viewState, type CompletionResult } from '../core/apply.js';
+import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkConfig, checkInstant, readContext, replayResponse, viewAfter, viewState, type CompletionResult } from '../core/apply.js';
 import { isValidLocalDate, localDateOf } from '../core/calendar.js';
 import {
   boardIndex,
@@ -751,7 +751,7 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
   async function viewOf(state: UserState, ctx: CoreContext): Promise<ReturnType<typeof viewState>> {
     // A read draws no ids: what the configuration's changes make here is committed by no one.
     const prior = await current(state, readContext(state, ctx, 'view-reconcile'));
-    const view = viewState(config, prior.state, ctx);
+    const view = viewAfter(config, prior.state, ctx, state.rules !== config.rules.all);
     if (!prior.effects || !prior.awards) return view;
     const awards = new Map(prior.awards);
     for (const [k, list] of view.awards) awards.set(k, [...(awards.get(k) ?? []), ...list]);
