@@ -102,4 +102,14 @@ describe('retroactive replay commits everything it recomputes', () => {
       expect({ coins: (await e.getPointsSummary('u', 'coins')).total, freezes: (await e.getStreak('u')).freezes }).toEqual({ coins: 50, freezes: 1 });
     }
   });
+
+  it('what time alone does (a streak kept up by freezes, then lost) is not a change of replay\'s', async () => {
+    const cfg: ConfigInput = { metrics: [{ key: 'lessons', name: 'Lessons' }], streak: { frequency: 'daily', freezes: { initial: 2, max: 3 } } };
+    const store = createMemoryStore();
+    for (let d = 0; d < 3; d++) await at(store, cfg, T0 + d * 24 * H, `x${d}`).recordEvent('lessons', { user: { id: 'u' }, value: 1 });
+    for (const d of [3, 4, 5, 6, 10]) {
+      const report = await at(store, cfg, T0 + d * 24 * H + H, `r${d}`).replay({ policy: 'retroactive', users: ['u'] });
+      expect(report.changed, `day ${d}`).toBe(0);
+    }
+  });
 });

@@ -76,6 +76,14 @@ describe('unreadable input', () => {
     expect(await store.listUsers({ limit: 10 })).toEqual([]);
   });
 
+  it('the path names the part that could not be read', async () => {
+    const { engine } = setup();
+    expect((await refusal(() => engine.recordEvent('m', throwing({ value: 1 }, 'user') as EventRequest))).issues[0]?.path).toEqual(['user']);
+    expect((await refusal(() => engine.recordEvent('m', throwing({ user: { id: 'u' } }, 'value') as EventRequest))).issues[0]?.path).toEqual([]);
+    expect((await refusal(() => engine.recordEvent('m', { user: throwing({}, 'id') as UserInput, value: 1 }))).issues[0]?.path).toEqual(['user']);
+    expect((await refusal(() => engine.recordEvent('m', { user: { id: 'u' }, value: 1, attributes: throwing({}, 'device') }))).issues[0]?.path).toEqual(['attributes']);
+  });
+
   it('recordEvent: the options', async () => {
     const { engine, store } = setup();
     await refusal(() => engine.recordEvent('m', { user: { id: 'u' }, value: 1 }, throwing({}, 'idempotencyKey')));

@@ -44,4 +44,23 @@ describe.each([['Europe/Paris'], [undefined]])('a day board (timeZone %s)', (tim
     expect((await engine.getLeaderboard('lb', { run: '2026-03-08' })).rankings[0]?.value).toBe(1);
     expect((await engine.getUserMetric('u', 'm')).current).toBe(8);
   });
+
+  it('an earlier run within reach in which the user has no value yet takes the call\'s value', async () => {
+    let now = Date.parse('2026-03-02T23:05:00Z'); // 00:05 on 03-03 in Paris: the user's first event
+    const engine = createEngine({ config: config(timeZone), store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });
+    await engine.recordEvent('m', { user: { id: 'u' }, value: 1 });
+    now = Date.parse('2026-03-02T22:55:00Z'); // back to 23:55 on 03-02
+    const res = await engine.recordEvent('m', { user: { id: 'u' }, value: 2 });
+    expect(res.leaderboards.lb?.value).toBe(2);
+    expect((await engine.getLeaderboard('lb', { run: '2026-03-02' })).rankings[0]?.value).toBe(2);
+  });
+});
+
+it('a move westwards into a run the user has no value in yet counts there (a board on each user\'s zone)', async () => {
+  const now = Date.parse('2026-03-02T20:00:00Z'); // 05:00 on 03-03 in Tokyo, 12:00 on 03-02 in Los Angeles
+  const engine = createEngine({ config: config(), store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });
+  await engine.recordEvent('m', { user: { id: 'w', tz: 'Asia/Tokyo' }, value: 1 });
+  await engine.recordEvent('m', { user: { id: 'w', tz: 'America/Los_Angeles' }, value: 2 });
+  expect((await engine.getLeaderboard('lb', { run: '2026-03-02' })).rankings.map((r) => r.value)).toEqual([2]);
+  expect((await engine.getLeaderboard('lb', { run: '2026-03-03' })).rankings.map((r) => r.value)).toEqual([1]);
 });

@@ -66,3 +66,59 @@ it('reads show a composite achievement a changed configuration unlocks, with its
   expect(await held()).toEqual(before);
   expect((await engine.getPointsSummary('u', 'xp')).total).toBe(seen.total);
 });
+
+it('a read does not raise what a write would refuse: a newly unlocked achievement whose blocking trigger would overdraw', async () => {
+  const cfg = (later: boolean): ConfigInput => ({
+    metrics: [
+      { key: 'lessons', name: 'Lessons' },
+      { key: 'quizzes', name: 'Quizzes' },
+    ],
+    achievements: [
+      { key: 'a1', name: 'A1', trigger: 'metric', metricKey: 'lessons', metricValue: 1 },
+      { key: 'a2', name: 'A2', trigger: 'metric', metricKey: 'quizzes', metricValue: later ? 5 : 1 },
+      ...(later ? [{ key: 'both', name: 'Both', trigger: 'achievement' as const, achievementKeys: ['a1', 'a2'] }] : []),
+    ],
+    streak: { frequency: 'daily' },
+    leaderboards: [{ key: 'streaks', name: 'Streaks', rankBy: 'streak', start: '2026-01-01' }],
+    pointsSystems: [{ key: 'xp', name: 'XP', triggers: later ? [{ key: 'fee', type: 'achievement' as const, achievementKey: 'both', points: -5, blockIfOutOfPoints: true }] : [] }],
+  });
+  const store = createMemoryStore();
+  const a = engineOn(store, cfg(false), T0).engine;
+  await a.recordEvent('lessons', { user: { id: 'u' }, value: 1 });
+  await a.recordEvent('quizzes', { user: { id: 'u' }, value: 1 });
+  await a.recordEvent('lessons', { user: { id: 'v' }, value: 1 });
+  const { engine } = engineOn(store, cfg(true), T0 + DAY / 2);
+  // The user as they are, without the achievement the write would refuse.
+  expect((await engine.getUserAchievements('u')).map((x) => x.key)).toEqual(['a1', 'a2']);
+  expect((await engine.getUserMetric('u', 'lessons')).current).toBe(1);
+  await engine.getProfile('u');
+  expect((await engine.getLeaderboard('streaks')).rankings.map((r) => r.userId).sort()).toEqual(['u', 'v']);
+  await expect(engine.accrue('u')).rejects.toMatchObject({ code: 'INSUFFICIENT_POINTS' });
+});
+
+it('a read lists due time grants where the write stores them: by date, older than stored awards after a changed schedule', async () => {
+  const cfg = (every: number): ConfigInput => ({
+    timeZone: 'UTC',
+    metrics: [{ key: 'lessons', name: 'Lessons' }],
+    pointsSystems: [
+      {
+        key: 'coins',
+        name: 'Coins',
+        triggers: [
+          { key: 'refill', type: 'time', timeUnit: 'day', timeInterval: every, points: 1 },
+          { key: 'per', type: 'metric', metricKey: 'lessons', metricThreshold: 1, points: 10 },
+        ],
+      },
+    ],
+  });
+  const store = createMemoryStore();
+  await engineOn(store, cfg(7), T0).engine.recordEvent('lessons', { user: { id: 'u' }, value: 1 });
+  await engineOn(store, cfg(7), T0 + 3 * DAY).engine.recordEvent('lessons', { user: { id: 'u' }, value: 1 });
+  // Daily now: three grants fell due between the two stored awards.
+  const { engine } = engineOn(store, cfg(1), T0 + 3 * DAY + 3_600_000);
+  const dates = async () => (await engine.getPointsSummary('u', 'coins')).awards.map((a) => `${a.date}${a.grants ? ` x${a.grants.count}` : ''}`);
+  const read = await dates();
+  expect(read).toEqual(['2026-03-05T10:00:00.000Z', '2026-03-03T00:00:00.000Z x3', '2026-03-02T10:00:00.000Z']);
+  await engine.accrue('u');
+  expect(await dates()).toEqual(read);
+});

@@ -4,7 +4,7 @@
  * read the clock or a random source (time and ids come in the context) and never mutate their inputs.
  */
 import type { CompiledAchievement, LaurelConfig } from '../config/define.js';
-import { NotFoundError, ValidationError } from '../errors.js';
+import { isLaurelError, NotFoundError, ValidationError } from '../errors.js';
 import { isSupportedInstant, MAX_INSTANT_MS, MIN_INSTANT_MS } from './calendar.js';
 import { completeApiAchievement, recordAchievementProgress, settleAchievements, unlockedViews, userAchievementView } from './achievements.js';
 import { addExact, MAX_EXACT } from './decimal.js';
@@ -351,7 +351,16 @@ export function viewAfter(cfg: LaurelConfig, state: UserState, ctx: CoreContext,
   if (state === null || state === undefined) throw new ValidationError('viewState needs the state of an existing user', [{ path: ['state'], message: 'is required' }]);
   checkCall(cfg, ctx);
   const step = begin(cfg, state, null, readContext(state, ctx, 'view'), true);
-  if (settle) finish(step, null, 0, undefined);
+  if (settle) {
+    try {
+      finish(step, null, 0, undefined);
+    } catch (error) {
+      // What a write would refuse (a blocking trigger of a newly unlocked achievement would overdraw) is
+      // the write's to report: the read shows the user as they are, without settling.
+      if (!isLaurelError(error)) throw error;
+      return viewAfter(cfg, state, ctx, false);
+    }
+  }
   return { state: sealState(step), today: step.today, tz: step.tz, awards: awardsOut(step), effects: step.effects };
 }
 

@@ -12,7 +12,7 @@
  */
 import type { LaurelConfig } from '../config/define.js';
 import { isLaurelError } from '../errors.js';
-import { applyCompletion, applyIdentify, applyValidatedEvent, applyAccrue, checkCall } from './apply.js';
+import { applyCompletion, applyIdentify, applyValidatedEvent, applyAccrue, begin, checkCall, readContext } from './apply.js';
 import { addExact } from './decimal.js';
 import { boardIndexOf, pointsTotalsIndex, updateLeaderboards } from './leaderboards.js';
 import { refillYearlyChanges } from './wrapped.js';
@@ -536,14 +536,30 @@ export function replayUser(cfg: LaurelConfig, prior: UserState, rows: readonly L
   step.state.rules = cfg.rules.all;
   refillYearlyChanges(step, rows);
   const state = sealState(step);
-  const diff = diffOf(cfg, before, state, gained, lost, reversed, added, take ? rebuilt.rejected.filter((r) => r.kind === 'metric').length : 0, redated);
+  // The streak as any call now would find it (kept up to today, freezes used), so that what time alone
+  // does is not a change of replay's.
+  const seen = asOfNow(cfg, before, ctx);
+  const diff = diffOf(cfg, before, state, gained, lost, reversed, added, take ? rebuilt.rejected.filter((r) => r.kind === 'metric').length : 0, redated, seen.streak);
   // What else the recomputation moves that the next calls read: the streak (its period, expiry and
   // freezes), filtered achievement progress, trigger progress and the restart instants of `lastSpend`
   // schedules. Then the user changed, and the engine commits the new state. (Time grant counts are left out:
   // a call that only passes grants by commits nothing, and a count a later call settles the same way is not
   // a change.)
-  if (!diff.changed && !(sameData(before.streak, state.streak) && sameData(before.achievementProgress, state.achievementProgress) && cfg.pointsSystems.every((sys) => sameProgress(pointsState(before, sys.key), pointsState(state, sys.key))))) diff.changed = true;
+  if (!diff.changed && !(sameData(seen.streak, state.streak) && sameData(before.achievementProgress, state.achievementProgress) && cfg.pointsSystems.every((sys) => sameProgress(pointsState(before, sys.key), pointsState(state, sys.key))))) diff.changed = true;
   return { state, effects: step.effects, backdated: gained, awards: awardsOut(step), diff };
+}
+
+/**
+ * A user's state as a call at `ctx.now` would find it before doing anything (streak kept up, freezes used,
+ * time grants due), under `cfg`; the state as it is when that call would be refused.
+ */
+function asOfNow(cfg: LaurelConfig, state: UserState, ctx: CoreContext): UserState {
+  try {
+    return sealState(begin(cfg, state, null, readContext(state, ctx, 'replay-now'), true));
+  } catch (error) {
+    if (!isLaurelError(error)) throw error;
+    return state;
+  }
 }
 
 /** A points system's trigger progress and `lastSpend` restart instants, equal in both states. */
@@ -561,7 +577,7 @@ function sameData(a: unknown, b: unknown): boolean {
   return true;
 }
 
-function diffOf(cfg: LaurelConfig, before: UserState, after: UserState, gained: string[], lost: string[], reversed: number, added: number, rejected: number, redated: string[] = []): ReplayDiff {
+function diffOf(cfg: LaurelConfig, before: UserState, after: UserState, gained: string[], lost: string[], reversed: number, added: number, rejected: number, redated: string[] = [], streakBefore = before.streak): ReplayDiff {
   const points: ReplayDiff['points'] = {};
   for (const s of cfg.pointsSystems) {
     const b = pointsState(before, s.key).total;
@@ -576,7 +592,7 @@ function diffOf(cfg: LaurelConfig, before: UserState, after: UserState, gained: 
     if (b === a || (a && b && a.run === b.run && a.group === b.group && a.value === b.value)) continue;
     leaderboards[l.key] = { before: b ? b.value : null, after: a ? a.value : null, rankBefore: null, rankAfter: null };
   }
-  const streak = { before: before.streak?.length ?? 0, after: after.streak?.length ?? 0, freezesBefore: before.streak?.freezes ?? 0, freezesAfter: after.streak?.freezes ?? 0 };
+  const streak = { before: streakBefore?.length ?? 0, after: after.streak?.length ?? 0, freezesBefore: streakBefore?.freezes ?? 0, freezesAfter: after.streak?.freezes ?? 0 };
   const diff: ReplayDiff = {
     userId: before.user.id,
     changed: false,

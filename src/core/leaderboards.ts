@@ -398,10 +398,11 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     const group = groupOf(board, step.state.user.attributes);
     const prior = own(step.state.leaderboards, board.key);
     const mine = entryIn(prior, run.start);
-    // A run before the latest one the user counts in, of which the state keeps no entry (it ended more than
-    // 2 days before the latest began: a clock or a move further back than the state reaches): its value is
-    // unknown here, and writing the call's part alone would replace it in the rankings, so it is left as it is.
-    if (mine === undefined && absolute === null && prior !== undefined && run.start < prior.run) continue;
+    // A run before the latest one the user counts in that the state no longer keeps (it ended more than 2
+    // days before the latest began: a clock or a move further back than the state reaches): the user's value
+    // there is unknown here, and writing the call's part alone would replace it in the rankings, so it is
+    // left as it is. (An earlier run within reach without an entry is one the user has no value in yet.)
+    if (mine === undefined && absolute === null && prior !== undefined && run.start < prior.run && !revisitable(board, run.start, prior.run)) continue;
     const previous = mine !== undefined ? mine.value : 0;
     const value = absolute ?? addExact(previous, delta);
     if (!(Math.abs(value) <= MAX_EXACT)) {

@@ -72,9 +72,21 @@ interface Pending {
 export function readEvent(config: LaurelConfig, metricKey: string, request: { user?: UserInput; value?: number; attributes?: Record<string, string> } | null | undefined, opts: { idempotencyKey?: string } | null | undefined): EventInput {
   try {
     const r = typeof request === 'object' && request !== null ? request : {};
-    const event = { metricKey, user: plainUserInput(r.user), value: r.value } as EventInput;
+    let user: unknown;
+    try {
+      user = plainUserInput(r.user);
+    } catch (error) {
+      throw unreadableInput(error, USER_PATH);
+    }
+    const event = { metricKey, user, value: r.value } as EventInput;
     const attributes = r.attributes;
-    if (attributes !== undefined) event.attributes = plainRecord(attributes) as Record<string, string>;
+    if (attributes !== undefined) {
+      try {
+        event.attributes = plainRecord(attributes) as Record<string, string>;
+      } catch (error) {
+        throw unreadableInput(error, ATTRIBUTES_PATH);
+      }
+    }
     const key = typeof opts === 'object' && opts !== null ? opts.idempotencyKey : undefined;
     if (key !== undefined) event.idempotencyKey = key;
     validateEvent(config, event);
@@ -83,6 +95,9 @@ export function readEvent(config: LaurelConfig, metricKey: string, request: { us
     throw unreadableInput(error, []);
   }
 }
+
+const USER_PATH = ['user'];
+const ATTRIBUTES_PATH = ['attributes'];
 
 const scopeOf = (e: EventInput) => `${e.metricKey}\u0000${e.idempotencyKey as string}`;
 

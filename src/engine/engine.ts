@@ -1267,13 +1267,17 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
       const { state } = await loadOrThrow(userId);
       const ctx = context();
       const view = await viewOf(state, ctx);
-      const pending = [...(view.awards.get(system.key) ?? [])].reverse().slice(0, count);
+      const pending = [...(view.awards.get(system.key) ?? [])].reverse();
       // Adjustments (a total clamped to a lowered cap, replay's corrections) are not awards and are left out;
       // they are rare (one per change of configuration or replay), so a few more rows are read to make up.
-      const want = count - pending.length;
-      const stored = want > 0 ? (await store.readLedger({ userId, kind: 'points', key: system.key, order: 'desc', limit: want + 16 })).filter((r) => !isAdjustment(r)).slice(0, want) : [];
+      const stored = (await store.readLedger({ userId, kind: 'points', key: system.key, order: 'desc', limit: count + 16 })).filter((r) => !isAdjustment(r)).slice(0, count);
+      // The awards this read materialised (due time grants) in the places their rows take once written: by
+      // instant, after stored rows of the same instant. Usually they are the newest; after a changed schedule
+      // they can be older than stored awards.
+      const merged = [...pending.map((award) => ({ at: award.date, award })), ...stored.map((r) => ({ at: r.at, award: awardOfRow(system, r) }))];
+      merged.sort((x, y) => (x.at < y.at ? 1 : x.at > y.at ? -1 : 0));
       const total = own(view.state.points, system.key)?.total ?? 0;
-      const summary: UserPoints = { ...systemView(system), total, level: levelFor(system, total), awards: [...pending, ...stored.map((r) => awardOfRow(system, r))] };
+      const summary: UserPoints = { ...systemView(system), total, level: levelFor(system, total), awards: merged.slice(0, count).map((m) => m.award) };
       if (system.timeTriggers.length > 0) summary.nextGrantAt = nextGrants(config, view.state, ctx.now, system);
       return summary;
     },
