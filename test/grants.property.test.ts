@@ -87,9 +87,14 @@ describe('runs of time grants', () => {
     // New York midnights: the grants now fall due from 2026-03-05T05:00Z, before the second event's row.
     await engine.identifyUser({ id: 'u', tz: 'America/New_York' });
     expect((await engine.getPointsSummary('u', 'e')).total).toBe(24);
-    const rows = await engine.getPointsEventSummary('u', 'e', { aggregation: 'daily', startDate: '2026-03-06', endDate: '2026-03-08' });
+    // By New York dates: 03-04 the first event (22:01), 03-05 the first grant (00:00) and the second event
+    // (01:00). Totals are summed in time order, so each day's change is the difference of its total and the
+    // day before's (the first grant's row was written after the second event's).
+    const rows = await engine.getPointsEventSummary('u', 'e', { aggregation: 'daily', startDate: '2026-03-04', endDate: '2026-03-08' });
     expect(rows.map((r) => [r.date, r.total, r.change])).toEqual([
-      ['2026-03-06', 22, 2],
+      ['2026-03-04', 10, 10],
+      ['2026-03-05', 21, 11],
+      ['2026-03-06', 22, 1],
       ['2026-03-07', 23, 1],
       ['2026-03-08', 24, 1],
     ]);

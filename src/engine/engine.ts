@@ -8,6 +8,7 @@ import { ConflictError, isLaurelError, isLaurelErrorCode, NoLevelsError, NotFoun
 import { guardStore } from './guard.js';
 import { achievementView, achievementWithProgress, listedFor } from '../core/achievements.js';
 import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkConfig, checkInstant, readContext, replayResponse, viewAfter, viewState, type CompletionResult } from '../core/apply.js';
+import { addExact } from '../core/decimal.js';
 import { isValidLocalDate, localDateOf } from '../core/calendar.js';
 import {
   boardIndex,
@@ -68,7 +69,7 @@ import { createBoost, deleteBoost, getUserBoosts, listBoosts, type BoostsContext
 import type { PointsBoost } from '../core/boosts.js';
 import type { CreateBoostResult, DeleteBoostResult } from '../core/operations.js';
 import { deleteUser, getUserEvents, resetUser, type DeleteUserResult, type ResetUserResult, type UserEventsOptions, type UserEventsPage, type UserOperationsContext } from './users.js';
-import { foldSummary, spreadGrants, summaryPeriods, validateSummaryOptions, type DatedTotal, type SummaryOptions, type SummaryRow } from './summaries.js';
+import { foldSummary, summaryPeriods, totalsInTimeOrder, validateSummaryOptions, type DatedTotal, type SummaryOptions, type SummaryRow } from './summaries.js';
 import { randomUuid } from './uuid.js';
 
 /** Bounded optimistic-concurrency retries. */
@@ -1476,7 +1477,10 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
       const grants = (r.data as AwardRow | null)?.grants;
       return grants ? { at: r.at, total: r.total, delta: r.delta, grants } : r;
     };
-    const points = spreadGrants([...(before ? [dated(before)] : []), ...rows.map(dated), ...pending], bounds);
+    // Totals summed by instant from the total before the row before the range (a clock stepped back writes
+    // rows out of time order, whose stored running totals then follow commit order), with the awards this
+    // read materialised among them.
+    const points = totalsInTimeOrder(before ? addExact(before.total, -before.delta) : 0, [...(before ? [dated(before)] : []), ...rows.map(dated), ...pending], bounds);
     let baseline = 0;
     const inside: { at: string; total: number }[] = [];
     for (const p of points) {

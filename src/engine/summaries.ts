@@ -101,31 +101,35 @@ export interface DatedTotal {
 }
 
 /**
- * Dated totals in time order, each run of time grants spread over the periods its grants fell in: for every
- * bound, the total after the run's last grant before it (so at most one point per period and run, whatever
- * the run's length), plus the run's last grant.
+ * Dated totals in time order, summed from `baseline` by the changes' instants: each row's change at its
+ * instant, each run of time grants spread over the periods its grants fell in (at the last grant before
+ * every bound, and its last grant). The totals rows store are running totals in commit order, which is time
+ * order unless a clock stepped back or a zone change dated a run before rows already written; a period's
+ * total is what the changes dated before its end add up to.
  */
-export function spreadGrants(points: readonly DatedTotal[], bounds: readonly string[]): { at: string; total: number }[] {
-  const out: { at: string; total: number }[] = [];
-  let ordered = true;
+export function totalsInTimeOrder(baseline: number, points: readonly DatedTotal[], bounds: readonly string[]): { at: string; total: number }[] {
+  const changes: { at: string; delta: number }[] = [];
   for (const p of points) {
     const run = p.grants;
     if (!run || run.count <= 1) {
-      if (ordered && out.length > 0 && (out[out.length - 1] as { at: string }).at > p.at) ordered = false;
-      out.push(p);
+      changes.push({ at: p.at, delta: p.delta });
       continue;
     }
-    ordered = false;
     const each = p.delta / run.count;
-    const seen = new Set<number>();
-    const emit = (j: number) => {
-      if (j < 0 || seen.has(j)) return;
-      seen.add(j);
-      out.push({ at: new Date(grantInstant(p.at, run, j)).toISOString(), total: p.total - each * (run.count - 1 - j) });
-    };
-    for (const b of bounds) emit(grantsBefore(p.at, run, Date.parse(b)) - 1);
-    emit(run.count - 1);
+    const marks = new Set<number>([run.count - 1]);
+    for (const b of bounds) {
+      const j = Math.min(grantsBefore(p.at, run, Date.parse(b)), run.count) - 1;
+      if (j >= 0) marks.add(j);
+    }
+    let prev = -1;
+    for (const j of [...marks].sort((a, b) => a - b)) {
+      changes.push({ at: new Date(grantInstant(p.at, run, j)).toISOString(), delta: j === run.count - 1 ? addExact(p.delta, -each * (prev + 1)) : each * (j - prev) });
+      prev = j;
+    }
   }
-  // Rows come in time order; only spread runs (and the rare row a zone change dated early) need a sort.
-  return ordered ? out : out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  // A stable sort: changes of one instant keep the order they were written in.
+  changes.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  let total = baseline;
+  return changes.map((c) => ({ at: c.at, total: (total = addExact(total, c.delta)) }));
 }
+

@@ -16,7 +16,7 @@ import { validateUserId } from '../core/users.js';
 import { yearlyIndex } from '../core/wrapped.js';
 import { ValidationError } from '../errors.js';
 import type { Store } from '../store/types.js';
-import { spreadGrants, type DatedTotal } from './summaries.js';
+import { totalsInTimeOrder, type DatedTotal } from './summaries.js';
 
 /** A metric's figures for one attribute value of its events in a period (`WrappedMetric.byAttribute`). */
 export interface WrappedAttributeValue {
@@ -272,7 +272,7 @@ export async function getWrapped(ctx: WrappedContext, userId: string, opts: { ye
         return grants ? { at: r.at, total: r.total, delta: r.delta, grants } : r;
       };
       const pending = (awards.get(system.key) ?? []).filter((a) => a.date < to).map((a): DatedTotal => ({ at: a.date, total: a.total, delta: a.awarded, grants: a.grants }));
-      return spreadGrants([...(before ? [dated(before)] : []), ...rows.map(dated), ...pending], bounds);
+      return totalsInTimeOrder(before ? addExact(before.total, -before.delta) : 0, [...(before ? [dated(before)] : []), ...rows.map(dated), ...pending], bounds);
     }),
   );
   const totalAt = (points: readonly { at: string; total: number }[], at: string) => {
