@@ -13,7 +13,7 @@ import { addDays, isValidLocalDate, periodStartOf, previousPeriodStart, type Loc
 import { begin, finish } from './apply.js';
 import { createBoost, deleteBoost, validateCreateBoost, validateDeleteBoost, type BoostRecord } from './boosts.js';
 import { ownStreak, record, sealState, type Step } from './step.js';
-import { extendedAt, streakView } from './streaks.js';
+import { extendedAt, streakRuleOf, streakView } from './streaks.js';
 import type { CoreContext, Effects, EventPoints, NotificationChannel, NotificationType, OperationInput, OperationRowData, PreferencesPatch, StreakPause, StreakView, UserPreferences, UserState } from './types.js';
 
 /** The most pauses a user may have scheduled or running at once. */
@@ -103,9 +103,9 @@ export function preferencesView(cfg: LaurelConfig, state: UserState | null): Pre
   const notifications = {} as Record<NotificationType, NotificationChannel[]>;
   for (const t of NOTIFICATION_TYPES) notifications[t] = [...(p?.notifications?.[t] ?? CHANNELS)];
   const sc = cfg.streak;
-  const streak = sc
-    ? { enabled: p?.streak?.enabled ?? true, mode: p?.streak?.mode ?? sc.mode, metrics: (p?.streak?.metrics ?? sc.metrics ?? []).map((m) => ({ key: m.key, threshold: m.threshold })) }
-    : null;
+  // The rule that counts (a rule the configuration's customization no longer allows does not).
+  const rule = sc ? streakRuleOf(sc, p) : null;
+  const streak = sc && rule ? { enabled: p?.streak?.enabled ?? true, mode: rule.mode, metrics: (rule.metrics ?? []).map((m) => ({ key: m.key, threshold: m.threshold })) } : null;
   return { notifications, streak };
 }
 

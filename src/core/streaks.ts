@@ -113,15 +113,29 @@ function earnFreezesUpTo(step: Step, date: LocalDate): void {
   }
 }
 
+/**
+ * The streak rule a user's preferences set (`mode`, `metrics`), where the configuration's
+ * `streak.customization` still allows it: every metric among those it lists and every threshold within its
+ * bounds. A rule it no longer allows (the customization removed or narrowed) is kept in the preferences but
+ * not applied: the configuration's rule counts for that user, as the preferences' view says.
+ */
+export function streakRuleOf(cfg: CompiledStreak, prefs: UserState['preferences']): { mode: 'any' | 'all'; metrics: CompiledStreak['metrics'] } {
+  const mine = prefs?.streak;
+  const custom = cfg.customization;
+  if (custom === null || mine === undefined || (mine.mode === undefined && mine.metrics === undefined)) return { mode: cfg.mode, metrics: cfg.metrics };
+  const allowed = mine.metrics === undefined || mine.metrics.every((m) => custom.metrics.includes(m.key) && (custom.minThreshold === null || m.threshold >= custom.minThreshold) && (custom.maxThreshold === null || m.threshold <= custom.maxThreshold));
+  if (!allowed) return { mode: cfg.mode, metrics: cfg.metrics };
+  return { mode: mine.mode ?? cfg.mode, metrics: mine.metrics ?? cfg.metrics };
+}
+
 /** Adds the event's value to the current period's progress and extends the streak when the period qualifies. */
 export function recordStreakProgress(step: Step, metricKey: string, value: number): void {
   const cfg = step.cfg.streak;
   if (!cfg || !step.state.streak) return;
   // A user's own streak rule (`updatePreferences`, within the configuration's guardrails); off: no streak.
-  const mine = step.state.preferences?.streak;
-  if (mine?.enabled === false) return;
-  const metrics = mine?.metrics ?? cfg.metrics;
-  const mode = mine?.mode ?? cfg.mode;
+  const prefs = step.state.preferences;
+  if (prefs?.streak?.enabled === false) return;
+  const { metrics, mode } = prefs === undefined ? cfg : streakRuleOf(cfg, prefs);
   let s: StreakState = step.state.streak;
   const current = periodStartOf(step.today, cfg.frequency, step.cfg.weekStartsOn);
   if (s.progressPeriod !== current) {
