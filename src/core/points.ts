@@ -4,7 +4,7 @@
  */
 import type { CompiledLevel, CompiledPointsSystem, CompiledTrigger, LaurelConfig } from '../config/define.js';
 import { InsufficientPointsError } from '../errors.js';
-import { addDays, daysBetween, localDateOf, startOfLocalDate } from './calendar.js';
+import { addDays, daysBetween, localDateOf, startOfLocalDate, type LocalDate } from './calendar.js';
 import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
 import { activeOn, hasUserBoosts, userBoostsIn } from './boosts.js';
 import { stableId } from './ids.js';
@@ -350,7 +350,7 @@ export function accrueTimeGrants(step: Step): void {
       // A read's grants (committed by no one) take an id derived from the grant, so that every read shows the
       // same; a write's take one from newId, unique among the user's rows whatever re-timed the schedule.
       const id = step.view ? grantId(step, system, first.t, firstAt, count) : undefined;
-      if (count > 1) awardRun(step, system, first.t, count, firstAt, id);
+      if (count > 1) awardRun(step, system, first.t, count, firstAt, id, first.t.type === 'time' && first.t.timeUnit === 'day' ? addDays(first.anchor.date, first.next * first.t.timeInterval) : undefined);
       else award(step, system, first.t, first.t.points, firstAt, false, false, step.attributesBefore, id);
       first.next += count;
       ps.time[first.t.id] = first.next - 1;
@@ -395,9 +395,12 @@ function runLength(step: Step, system: CompiledPointsSystem, total: number, firs
 }
 
 /** Makes `count` grants of a time trigger, the first falling due at `at`, as one award and one ledger row. */
-function awardRun(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, count: number, at: Date, id: string | undefined): void {
+function awardRun(step: Step, system: CompiledPointsSystem, trigger: CompiledTrigger, count: number, at: Date, id: string | undefined, date: LocalDate | undefined): void {
   if (trigger.type !== 'time') return;
-  book(step, system, triggerView(trigger), trigger.points * count, at, undefined, { count, unit: trigger.timeUnit, every: trigger.timeInterval, tz: step.tz }, false, id);
+  const run: GrantRun = { count, unit: trigger.timeUnit, every: trigger.timeInterval, tz: step.tz };
+  // The first grant's date, where the zone skipped it (its instant reads as the next date).
+  if (date !== undefined && trigger.timeUnit === 'day' && localDateOf(at, step.tz) !== date) run.date = date;
+  book(step, system, triggerView(trigger), trigger.points * count, at, undefined, run, false, id);
 }
 
 /**
@@ -415,7 +418,7 @@ function grantId(step: Step, system: CompiledPointsSystem, trigger: CompiledTrig
 /** The instant (ms) of grant `j` (0-based) of a run whose first grant fell due at `first`. */
 export function grantInstant(first: string, run: GrantRun, j: number): number {
   if (run.unit === 'hour') return instantMs(first) + j * run.every * HOUR_MS;
-  return startOfLocalDate(addDays(localDateOf(new Date(first), run.tz), j * run.every), run.tz).getTime();
+  return startOfLocalDate(addDays(run.date ?? localDateOf(new Date(first), run.tz), j * run.every), run.tz).getTime();
 }
 
 /** How many grants of a run (first due at `first`) fell due strictly before `boundMs`. */

@@ -348,6 +348,12 @@ export interface GrantRun {
   unit: 'hour' | 'day';
   every: number;
   tz: string;
+  /**
+   * Daily grants whose first fell due on a date the zone skipped (Pacific/Apia's 2011-12-30): that date,
+   * whose start is the next date's, so the run's later grants keep their own dates. Absent otherwise (the
+   * first grant's date is that of its instant).
+   */
+  date?: LocalDate;
 }
 
 /**
