@@ -19,6 +19,23 @@ function engineOn(store: ReturnType<typeof createMemoryStore>, config: ConfigInp
   return { engine, drawn: () => drawn };
 }
 
+/**
+ * Two metric achievements met, then (`later`) the second's threshold raised (the user keeps it: section 10)
+ * and a composite of both added, which the user now meets.
+ */
+const composite = (later: boolean) =>
+  ({
+    metrics: [
+      { key: 'lessons', name: 'Lessons' },
+      { key: 'quizzes', name: 'Quizzes' },
+    ],
+    achievements: [
+      { key: 'a1', name: 'A1', trigger: 'metric', metricKey: 'lessons', metricValue: 1 },
+      { key: 'a2', name: 'A2', trigger: 'metric', metricKey: 'quizzes', metricValue: later ? 5 : 1 },
+      ...(later ? [{ key: 'both', name: 'Both', trigger: 'achievement' as const, achievementKeys: ['a1', 'a2'] }] : []),
+    ],
+  }) satisfies ConfigInput;
+
 it('getUserMetric and getUserMetrics show an added achievement the user already met, as getUserAchievements does', async () => {
   const cfg = (withAchievement: boolean): ConfigInput => ({
     metrics: [{ key: 'lessons', name: 'Lessons' }],
@@ -36,16 +53,7 @@ it('getUserMetric and getUserMetrics show an added achievement the user already 
 
 it('reads show a composite achievement a changed configuration unlocks, with its points, as the next write commits it', async () => {
   const cfg = (later: boolean): ConfigInput => ({
-    metrics: [
-      { key: 'lessons', name: 'Lessons' },
-      { key: 'quizzes', name: 'Quizzes' },
-    ],
-    achievements: [
-      { key: 'a1', name: 'A1', trigger: 'metric', metricKey: 'lessons', metricValue: 1 },
-      // Raised: the user keeps it (section 10).
-      { key: 'a2', name: 'A2', trigger: 'metric', metricKey: 'quizzes', metricValue: later ? 5 : 1 },
-      ...(later ? [{ key: 'both', name: 'Both', trigger: 'achievement' as const, achievementKeys: ['a1', 'a2'] }] : []),
-    ],
+    ...composite(later),
     pointsSystems: [{ key: 'xp', name: 'XP', triggers: later ? [{ key: 'for-both', type: 'achievement' as const, achievementKey: 'both', points: 50 }] : [{ key: 'per', type: 'metric' as const, metricKey: 'lessons', metricThreshold: 1, points: 1 }] }],
   });
   const store = createMemoryStore();
@@ -69,15 +77,7 @@ it('reads show a composite achievement a changed configuration unlocks, with its
 
 it('a read does not raise what a write would refuse: a newly unlocked achievement whose blocking trigger would overdraw', async () => {
   const cfg = (later: boolean): ConfigInput => ({
-    metrics: [
-      { key: 'lessons', name: 'Lessons' },
-      { key: 'quizzes', name: 'Quizzes' },
-    ],
-    achievements: [
-      { key: 'a1', name: 'A1', trigger: 'metric', metricKey: 'lessons', metricValue: 1 },
-      { key: 'a2', name: 'A2', trigger: 'metric', metricKey: 'quizzes', metricValue: later ? 5 : 1 },
-      ...(later ? [{ key: 'both', name: 'Both', trigger: 'achievement' as const, achievementKeys: ['a1', 'a2'] }] : []),
-    ],
+    ...composite(later),
     streak: { frequency: 'daily' },
     leaderboards: [{ key: 'streaks', name: 'Streaks', rankBy: 'streak', start: '2026-01-01' }],
     pointsSystems: [{ key: 'xp', name: 'XP', triggers: later ? [{ key: 'fee', type: 'achievement' as const, achievementKey: 'both', points: -5, blockIfOutOfPoints: true }] : [] }],
