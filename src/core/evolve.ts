@@ -22,7 +22,6 @@ import { attributesMoved, pushAttributeTotals } from './totals.js';
 import { adoptState, awardsOut, createStep, localDateIn, matchesFilter, own, ownPoints, ownRecord, sealState, type Step } from './step.js';
 import type {
   AdjustmentRow,
-  PointsState,
   Award,
   AwardRow,
   CompletionRowData,
@@ -35,6 +34,7 @@ import type {
   MetricRowData,
   OperationInput,
   OperationRowData,
+  PointsState,
   StreakPeriodRow,
   UserFields,
   UserInput,
@@ -307,7 +307,10 @@ export interface ReplayDiff {
   achievements: { gained: string[]; lost: string[]; redated: string[] };
   /** Systems whose total changes: before, after, and the change. */
   points: Record<string, { before: number; after: number; delta: number }>;
-  /** The streak's length before and after, and the user's freezes before and after (0 without a streak). */
+  /**
+   * The streak's length and the user's freezes (0 without a streak) before, as any call at the replay's
+   * instant finds them (kept up to that day, freezes used), and after.
+   */
   streak: { before: number; after: number; freezesBefore: number; freezesAfter: number };
   /**
    * Boards whose value for the user changes (current runs): value before and after (null: no entry), and,
