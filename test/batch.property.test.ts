@@ -189,7 +189,8 @@ describe('recordEvents', () => {
       const engine = createEngine({ config: reminders, store, clock: () => new Date(now), newId: sequentialIds() });
       await engine.recordEvent('lessons', { user: { id: 'a' }, value: 1 });
       now = Date.parse('2026-01-06T22:00:00Z');
-      const events = lessons(['b', 1], ['a', 1], ['b', 2]);
+      // a's event does not extend today (a value of 0), so the reminder before a's streak lapses is due.
+      const events = lessons(['b', 1], ['a', 0], ['b', 2]);
       if (batch) await engine.recordEvents(events);
       else for (const e of events) await engine.recordEvent(e.metricKey, e);
       return (await store.readChanges({ limit: 100 })).events.map(({ position: _p, ...e }) => e);
@@ -216,7 +217,8 @@ describe('recordEvents', () => {
       await engine.recordEvent('lessons', { user: { id: 'a' }, value: 1 });
       now = Date.parse('2026-01-06T22:00:00Z');
       down = true;
-      const events = lessons(['b', 1], ['a', 1], ['c', 2], ['a', 1]);
+      // a's events do not extend today (values of 0), so each is due the reminder, whose history read fails.
+      const events = lessons(['b', 1], ['a', 0], ['c', 2], ['a', 0]);
       const out: unknown[] = [];
       if (batch) for (const r of await engine.recordEvents(events)) out.push(r.ok ? r.response.total : r.error.code);
       else for (const e of events) out.push(await engine.recordEvent(e.metricKey, e).then((r) => r.total, (err: { code: string }) => err.code));

@@ -453,8 +453,13 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
       const lapse = dayStart(addDays(view.expires, 1), tz);
       candidates.push(lapse);
       if (n.streakReminderHours !== null && found.reminds('streak_reminder') && notices.streakReminder !== view.expires) {
-        const remind = lapse - n.streakReminderHours * 3_600_000;
-        if (remind <= nowMs && nowMs < lapse) {
+        // Only while the current period is not yet extended: a reminder whose time falls in an extended
+        // period (`hoursBefore` longer than a period, or a short DST day) is due when the next one begins.
+        const currentStart = periodStartOf(today, sc.frequency, cfg.weekStartsOn);
+        const extended = as.coveredThrough >= currentStart;
+        const from = dayStart(extended ? nextPeriodStart(currentStart, sc.frequency) : currentStart, tz);
+        const remind = Math.max(lapse - n.streakReminderHours * 3_600_000, from);
+        if (!extended && remind <= nowMs && nowMs < lapse) {
           const at = isoOf(remind);
           found.emit('emails.streak_reminder_due', at, { type: 'emails.streak_reminder_due', timestamp: at, user: found.wired(), streak: { ...operationStreak(cfg, after, today), streakHistory: [] } });
           notices.streakReminder = view.expires;

@@ -312,7 +312,9 @@ function pauseStreak(step: Step, start: LocalDate, end: LocalDate, id: string | 
   if (clash) throw new ValidationError(`the pause overlaps pause ${clash.id} (${clash.start} to ${clash.end})`, [{ path: ['start'], message: 'overlaps another pause' }]);
   const pause: StreakPause = { id: id ?? step.newId(), start, end };
   const s = ownStreak(step);
-  s.pauses = [...pauses, pause].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+  // Every pause the state keeps stays, those over before today too: one that ended earlier in the current
+  // week or month still keeps that period (the state drops a pause once its period is over).
+  s.pauses = [...(s.pauses ?? []), pause].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
   return { streak: result(step), pause };
 }
 
