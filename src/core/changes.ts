@@ -258,7 +258,6 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   // needed: most commits have none). Points rows are read per system below.
   let frozen: LedgerRow[] | null = null;
   let granted = false;
-  let deleted: Set<string> | null = null;
   let activeNow: string | null = null;
   const rows = effects.ledger;
   for (let i = 0; i < rows.length; i++) {
@@ -270,7 +269,6 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     } else if (r.kind === 'operation') {
       const op = (r.data as OperationRowData | null)?.op;
       if (op === 'grantFreezes') granted = true;
-      else if (op === 'deleteBoost') (deleted ??= new Set()).add((r.data as { id: string }).id);
     }
   }
 
@@ -386,14 +384,15 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     for (const b of before?.boosts ?? []) boosts.set(b.id, b);
     for (const b of after.boosts ?? []) boosts.set(b.id, b);
     for (const b of boosts.values()) {
-      if (deleted !== null && deleted.has(b.id)) continue;
       const system = cfg.index.pointsSystems.get(b.system);
       if (!system) continue;
       const since = known.has(b.id) ? through : -Infinity;
       const start = dayStart(b.start, tz);
       const end = b.end === null ? null : dayStart(addDays(b.end, 1), tz);
       if (start > since && start <= nowMs) found.emit('points.boost_started', isoOf(Math.max(start, since === -Infinity ? start : since)), { type: 'points.boost_started', timestamp: isoOf(start), boost: wireUserBoost(system, userId, b, 'active') });
-      if (end !== null && end > since && end <= nowMs && known.has(b.id)) found.emit('points.boost_finished', isoOf(end), { type: 'points.boost_finished', timestamp: isoOf(end), boost: wireUserBoost(system, userId, b, 'finished') });
+      // A boost deleted by this commit had its start and end announced as they fell due before it; one made
+      // with dates already past is announced as started and as finished.
+      if (end !== null && end > since && end <= nowMs) found.emit('points.boost_finished', isoOf(end), { type: 'points.boost_finished', timestamp: isoOf(end), boost: wireUserBoost(system, userId, b, 'finished') });
     }
   }
 
