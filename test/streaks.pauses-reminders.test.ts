@@ -57,3 +57,23 @@ describe('streak reminders', () => {
     expect(await remindersOf(engine)).toEqual([dueAt]);
   });
 });
+
+describe('moving west', () => {
+  it('a positive event after a move west into a day not yet counted counts, though an event of value 0 came first', async () => {
+    const config = defineConfig({ metrics: [{ key: 'm', name: 'M' }], streak: { frequency: 'daily' } });
+    let now = Date.parse('2026-03-03T18:45:00Z'); // 03-04 00:30 in Kathmandu, 03-03 15:45 in Santiago
+    const engine = createEngine({ config, store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });
+    await engine.recordEvent('m', { user: { id: 'u', tz: 'Asia/Kathmandu' }, value: 0 });
+    now += 60_000;
+    const r = await engine.recordEvent('m', { user: { id: 'u', tz: 'America/Santiago' }, value: 1 });
+    expect([r.currentStreak.length, r.currentStreak.extended !== null]).toEqual([1, true]);
+    now = Date.parse('2026-03-04T18:00:00Z');
+    expect((await engine.recordEvent('m', { user: { id: 'u' }, value: 1 })).currentStreak.length).toBe(2);
+    // A day already counted still never counts again.
+    now = Date.parse('2026-03-04T18:30:00Z');
+    await engine.updateUser('u', { tz: 'Asia/Kathmandu' }); // 03-05 00:15 there
+    await engine.recordEvent('m', { user: { id: 'u' }, value: 0 });
+    await engine.updateUser('u', { tz: 'America/Santiago' }); // back to 03-04, counted
+    expect((await engine.recordEvent('m', { user: { id: 'u' }, value: 1 })).currentStreak.length).toBe(2);
+  });
+});

@@ -139,8 +139,10 @@ export function recordStreakProgress(step: Step, metricKey: string, value: numbe
   let s: StreakState = step.state.streak;
   const current = periodStartOf(step.today, cfg.frequency, step.cfg.weekStartsOn);
   if (s.progressPeriod !== current) {
-    // A zone change can move "today" before a period already counted; progress then stays where it is.
-    if (s.progressPeriod !== null && current < s.progressPeriod) return;
+    // A zone change can move "today" back before the period progress was counting: to a period already
+    // counted, which never counts again (progress stays where it is); to one not counted yet, which counts,
+    // and progress moves to it (the later period's sums so far, none of which qualified it, are dropped).
+    if (s.progressPeriod !== null && current < s.progressPeriod && s.coveredThrough !== null && current <= s.coveredThrough) return;
     s = ownStreak(step);
     s.progressPeriod = current;
     s.sums = {};
