@@ -374,25 +374,40 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     found.emit('leaderboard.rank_changed', now.reachedAt <= nowIso ? now.reachedAt : nowIso, { type: 'leaderboard.rank_changed', user: found.wired(), leaderboard }, new RankMarker(boardIndexOf(board, now.run, now.group), board.maxParticipants, template, leaderboard));
   }
 
-  // A user's own boosts starting and ending (time-driven: since the instant changes were last looked at).
+  // A user's own boosts starting and ending (time-driven), each announced once: what was announced is
+  // recorded in `notices.boosts`, so a zone change (which moves a boost's days) neither repeats nor skips one.
   const prior = before?.notices;
+  let announced: Record<string, number> | undefined;
   // (Nothing to look at for a user who has no boosts, before or after.)
   if ((before?.boosts?.length ?? 0) > 0 || (after.boosts?.length ?? 0) > 0) {
+    // Written whenever the user has boosts (empty when nothing was announced), so that a missing record
+    // means a state from before it.
+    announced = {};
     const through = prior ? Date.parse(prior.through) : Date.parse(after.user.created);
     const known = new Set((before?.boosts ?? []).map((b) => b.id));
+    const kept = new Set((after.boosts ?? []).map((b) => b.id));
     const boosts = new Map<string, UserBoost>();
     for (const b of before?.boosts ?? []) boosts.set(b.id, b);
     for (const b of after.boosts ?? []) boosts.set(b.id, b);
     for (const b of boosts.values()) {
       const system = cfg.index.pointsSystems.get(b.system);
       if (!system) continue;
-      const since = known.has(b.id) ? through : -Infinity;
       const start = dayStart(b.start, tz);
       const end = b.end === null ? null : dayStart(addDays(b.end, 1), tz);
-      if (start > since && start <= nowMs) found.emit('points.boost_started', isoOf(Math.max(start, since === -Infinity ? start : since)), { type: 'points.boost_started', timestamp: isoOf(start), boost: wireUserBoost(system, userId, b, 'active') });
-      // A boost deleted by this commit had its start and end announced as they fell due before it; one made
-      // with dates already past is announced as started and as finished.
-      if (end !== null && end > since && end <= nowMs) found.emit('points.boost_finished', isoOf(end), { type: 'points.boost_finished', timestamp: isoOf(end), boost: wireUserBoost(system, userId, b, 'finished') });
+      // 0 nothing announced, 1 the start, 2 the end too. A state from before the record: what fell due by the
+      // instant changes were last looked at.
+      let done = prior?.boosts !== undefined ? (own(prior.boosts, b.id) ?? 0) : !known.has(b.id) ? 0 : end !== null && end <= through ? 2 : start <= through ? 1 : 0;
+      // A boost deleted by this commit keeps what fell due before it; one made with dates already past is
+      // announced as started and as finished.
+      if (done < 1 && start <= nowMs) {
+        found.emit('points.boost_started', isoOf(known.has(b.id) ? Math.min(Math.max(start, through), nowMs) : start), { type: 'points.boost_started', timestamp: isoOf(start), boost: wireUserBoost(system, userId, b, 'active') });
+        done = 1;
+      }
+      if (done < 2 && end !== null && end <= nowMs) {
+        found.emit('points.boost_finished', isoOf(end), { type: 'points.boost_finished', timestamp: isoOf(end), boost: wireUserBoost(system, userId, b, 'finished') });
+        done = 2;
+      }
+      if (done > 0 && kept.has(b.id)) announced[b.id] = done;
     }
   }
 
@@ -402,6 +417,7 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   if (prior?.reactivation !== undefined) notices.reactivation = prior.reactivation;
   if (prior?.recap !== undefined) notices.recap = prior.recap;
   if (prior?.recapActivity !== undefined) notices.recapActivity = prior.recapActivity;
+  if (announced !== undefined) notices.boosts = announced;
   const candidates: number[] = [];
   const n = cfg.notifications;
 

@@ -787,4 +787,6 @@ export interface Notices {
   recap?: LocalDate;
   /** ISO instant of the first event since the last recap was due (absent: none). */
   recapActivity?: string;
+  /** The user's boosts whose start (1) or start and end (2) were announced (absent: none). */
+  boosts?: Record<string, number>;
 }
