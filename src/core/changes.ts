@@ -12,7 +12,7 @@
  */
 import type { CompiledLeaderboard, CompiledPointsSystem, LaurelConfig } from '../config/define.js';
 import { userAchievementView } from './achievements.js';
-import { addDays, localDateOf, nextPeriodStart, periodEndOf, periodStartOf, previousPeriodStart, startOfLocalDate, type LocalDate } from './calendar.js';
+import { addDays, localDateOf, nextPeriodStart, periodEndOf, periodStartOf, startOfLocalDate, type LocalDate } from './calendar.js';
 import { boardIndexOf, leaderboardView, runContaining, runStatus, type Run } from './leaderboards.js';
 import { operationStreak, preferencesView } from './operations.js';
 import { awardOfRow, grantInstant, isAdjustment, levelFor, pushNextGrantInstants, systemView } from './points.js';
@@ -425,13 +425,17 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   if (n.recap && found.reminds('recap')) {
     const period = periodStartOf(today, n.recap, cfg.weekStartsOn);
     const dueMs = dayStart(period, tz);
-    const prevStart = previousPeriodStart(period, n.recap);
-    const prevEnd = addDays(period, -1);
     const activity = notices.recapActivity;
-    if (activity !== undefined && Date.parse(activity) < dueMs && notices.recap !== prevEnd) {
-      const at = isoOf(dueMs);
-      found.emit('emails.recap_due', at, { type: 'emails.recap_due', timestamp: at, user: found.wired(), recap: { periodStart: prevStart, periodEnd: prevEnd } });
-      notices.recap = prevEnd;
+    if (activity !== undefined && Date.parse(activity) < dueMs) {
+      // The recap of the period the activity fell in, due when the next began (with no commit in between,
+      // that is not the period just ended: idle periods after it get none).
+      const recapStart = periodStartOf(localDateOf(new Date(activity), tz), n.recap, cfg.weekStartsOn);
+      const recapEnd = periodEndOf(recapStart, n.recap);
+      if (notices.recap !== recapEnd) {
+        const at = isoOf(dayStart(nextPeriodStart(recapStart, n.recap), tz));
+        found.emit('emails.recap_due', at, { type: 'emails.recap_due', timestamp: at, user: found.wired(), recap: { periodStart: recapStart, periodEnd: recapEnd } });
+        notices.recap = recapEnd;
+      }
       delete notices.recapActivity;
     }
     if (activeNow !== null && notices.recapActivity === undefined) notices.recapActivity = activeNow;
