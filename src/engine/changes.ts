@@ -11,7 +11,7 @@ import { addDays, localDateOf, startOfLocalDate } from '../core/calendar.js';
 import { wireBoard } from '../core/changes.js';
 import { runContaining, runOf, runStatus, type Run } from '../core/leaderboards.js';
 import type { ChangeEvent, ChangeType, StoredChange } from '../core/types.js';
-import { isLaurelError, ValidationError } from '../errors.js';
+import { ConflictError, isLaurelError, ValidationError } from '../errors.js';
 import { interruptibleWait } from './wait.js';
 import type { ChangesPage, DeliveryRecord, OutboxStore, Store } from '../store/types.js';
 
@@ -213,9 +213,12 @@ export function changesApi(deps: ChangesDeps) {
      * consumer: its cursor is stored durably and advanced only after the handler resolved. Processes that
      * subscribe with the same name share the work safely: a lease lets only one of them deliver at a time,
      * so a batch is never handed to two handlers at once. A failing handler gets the same batch again after
-     * a backoff (doubling from `pollMs` up to `maxBackoffMs`).
+     * a backoff (doubling from `pollMs` up to `maxBackoffMs`). The lease is renewed from the claim on; should
+     * it still run out (a store call slower than `leaseMs`) and another subscriber take it, the handler's
+     * `signal` is aborted (stop delivering: the batch is the holder's now), `onError` gets a `ConflictError`,
+     * and this subscriber neither advances the cursor nor takes the lease back.
      */
-    subscribe(consumer: string, handler: (events: StoredChange[]) => unknown, opts: SubscribeOptions = {}): Subscription {
+    subscribe(consumer: string, handler: (events: StoredChange[], context: { signal: AbortSignal }) => unknown, opts: SubscribeOptions = {}): Subscription {
       opts = opts ?? {};
       if (typeof consumer !== 'string' || consumer.length === 0 || consumer.length > 200) throw new ValidationError('consumer must be a name of 1 to 200 characters', [{ path: ['consumer'], message: 'must be 1 to 200 characters' }]);
       if (typeof handler !== 'function') throw new ValidationError('handler must be a function', [{ path: ['handler'], message: 'must be a function' }]);
@@ -236,42 +239,65 @@ export function changesApi(deps: ChangesDeps) {
         }
       };
       const nowIso = () => deps.now().toISOString();
+      /**
+       * Keeps the lease just claimed, renewing it every third of `leaseMs` (one renewal at a time) from the
+       * claim on, through the read as through the handler. A renewal refused (another subscriber holds the
+       * lease: this one's ran out) or answering another cursor (it moved on meanwhile) means the lease is
+       * lost: renewing stops (taking it back would hand the batch to two handlers), the handler's signal is
+       * aborted, and the batch is left to the holder.
+       */
+      const keepLease = (cursor: string | null) => {
+        const controller = new AbortController();
+        let renewing: Promise<void> | null = null;
+        const timer = setInterval(() => {
+          if (controller.signal.aborted) return;
+          renewing ??= outbox
+            .claimConsumer({ consumer, owner, now: nowIso(), leaseMs })
+            .then((lease) => {
+              if ((lease === null || lease.cursor !== cursor) && !controller.signal.aborted) {
+                controller.abort();
+                report(new ConflictError(`Consumer ${JSON.stringify(consumer)}: the lease ran out while this subscriber held a batch and another one holds it now; the batch is left to it.`));
+              }
+            }, report)
+            .finally(() => {
+              renewing = null;
+            });
+        }, Math.max(50, Math.floor(leaseMs / 3)));
+        return {
+          signal: controller.signal,
+          // A renewal still on its way is waited for: landing after the release at a stop, it would take the
+          // lease again and hold it from the other subscribers until it ran out.
+          async end(): Promise<void> {
+            clearInterval(timer);
+            if (renewing) await renewing;
+          },
+        };
+      };
       const loop = async () => {
         let failures = 0;
         while (!stopped) {
           let idle = true;
+          let held: ReturnType<typeof keepLease> | null = null;
           try {
             const lease = await outbox.claimConsumer({ consumer, owner, now: nowIso(), leaseMs });
             if (lease) {
+              held = keepLease(lease.cursor);
               const page = await outbox.readChanges(lease.cursor === null ? { limit: batchSize } : { after: lease.cursor, limit: batchSize });
               if (page.events.length > 0 || page.next !== lease.cursor) {
                 const events = types ? page.events.filter((e) => types.has(e.type)) : page.events;
-                if (events.length > 0) {
-                  // Keep the lease while the handler runs, one renewal at a time. A renewal still on its way
-                  // when the handler ends is waited for: landing after the release at a stop, it would take
-                  // the lease again and hold it from the other subscribers until it ran out.
-                  let renewing: Promise<void> | null = null;
-                  const renew = setInterval(() => {
-                    renewing ??= outbox
-                      .claimConsumer({ consumer, owner, now: nowIso(), leaseMs })
-                      .then(() => undefined, report)
-                      .finally(() => {
-                        renewing = null;
-                      });
-                  }, Math.max(50, Math.floor(leaseMs / 3)));
-                  try {
-                    await handler(events);
-                  } finally {
-                    clearInterval(renew);
-                    if (renewing) await renewing;
-                  }
-                }
+                if (events.length > 0 && !held.signal.aborted) await handler(events, { signal: held.signal });
+                await held.end();
+                if (held.signal.aborted) continue;
                 if (!(await outbox.advanceConsumer({ consumer, owner, cursor: page.next, now: nowIso(), leaseMs }))) continue;
                 idle = page.events.length < batchSize;
               }
+              await held.end();
             }
             failures = 0;
           } catch (error) {
+            await held?.end();
+            // A handler that stopped because the lease was lost (reported then) is not a failure of its own.
+            if (held?.signal.aborted) continue;
             report(error);
             failures++;
             if (!stopped) await pause(Math.min(maxBackoffMs, pollMs * 2 ** Math.min(failures - 1, 20)));

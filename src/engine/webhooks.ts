@@ -84,7 +84,7 @@ export interface WebhookRelay {
 /** What the relay needs of an engine: `subscribe`, and its store, whose `recordDeliveries` keeps the outcomes. */
 export interface WebhookRelayEngine {
   /** The engine's durable `subscribe` (`Engine.subscribe`): the relay delivers each batch it is handed. */
-  subscribe(consumer: string, handler: (events: StoredChange[]) => unknown, opts?: SubscribeOptions): Subscription;
+  subscribe(consumer: string, handler: (events: StoredChange[], context: { signal: AbortSignal }) => unknown, opts?: SubscribeOptions): Subscription;
   readonly store?: unknown;
   /** The engine's tenant (`Engine.tenantId`): sent as `Tenant-ID`. */
   readonly tenantId?: string | null;
@@ -370,7 +370,7 @@ export function createWebhookRelay(engine: WebhookRelayEngine, options: WebhookR
     return outcome;
   }
 
-  async function deliver(events: StoredChange[]): Promise<void> {
+  async function deliver(events: StoredChange[], { signal }: { signal: AbortSignal }): Promise<void> {
     // Forget what belongs to a batch this process no longer holds (another one acknowledged it meanwhile).
     const ids = new Set(events.map((e) => e.id));
     for (const id of delivered) if (!ids.has(id)) delivered.delete(id);
@@ -381,6 +381,8 @@ export function createWebhookRelay(engine: WebhookRelayEngine, options: WebhookR
       let last: { status: number | null; error: string | null } = { status: null, error: null };
       for (let i = 0; i < maxAttempts; i++) {
         if (stopped) throw new RelayStopped();
+        // The subscription lost its lease (another relay holds the batch now): deliver no more of it.
+        if (signal.aborted) throw new RelayStopped();
         const n = (attempts.get(event.id) ?? 0) + 1;
         attempts.set(event.id, n);
         const outcome = await attempt(event, body, n);
