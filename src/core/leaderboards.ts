@@ -359,6 +359,75 @@ function moveGroups(step: Step, touched: readonly CompiledLeaderboard[]): void {
 }
 
 /**
+ * Adds `delta` to the user's value in the run of `board` starting `start` (or sets it to `absolute`), in their
+ * current group: the index writes and the user's board state. Returns the new value, or null when nothing
+ * was written (the value did not change, or the run is one before the latest that the state no longer keeps:
+ * the user's value there is unknown here, and writing the call's part alone would replace it in the rankings,
+ * so it is left as it is; an earlier run within reach without an entry is one the user has no value in yet).
+ */
+function writeRun(step: Step, board: CompiledLeaderboard, start: LocalDate, delta: number, absolute: number | null, date: LocalDate): number | null {
+  const userId = step.state.user.id;
+  const group = groupOf(board, step.state.user.attributes);
+  const prior = own(step.state.leaderboards, board.key);
+  const mine = entryIn(prior, start);
+  if (mine === undefined && absolute === null && prior !== undefined && start < prior.run && !revisitable(board, start, prior.run)) return null;
+  const previous = mine !== undefined ? mine.value : 0;
+  const value = absolute ?? addExact(previous, delta);
+  if (!(Math.abs(value) <= MAX_EXACT)) {
+    throw new ValidationError(`value: the user's value on leaderboard "${board.key}" would become ${value}, beyond the exact range (|value| <= ${MAX_EXACT})`, [{ path: ['value'], message: 'the leaderboard value would leave the exact range' }]);
+  }
+  const groupMoved = mine !== undefined && mine.group !== group;
+  if (value === previous && !groupMoved) return null;
+  const reachedAt = value === previous && mine !== undefined ? mine.reachedAt : step.nowIso;
+  if (mine !== undefined && groupMoved) step.effects.leaderboard.push({ index: boardIndex(board.key, start, mine.group), userId, remove: true, date });
+  const index = boardIndexOf(board, start, group);
+  const thresholdRank = board.maxParticipants;
+  if (value > 0) step.effects.leaderboard.push({ index, userId, value, reachedAt, date, thresholdRank });
+  else step.effects.leaderboard.push({ index, userId, remove: true, date, thresholdRank });
+  ownRecord(step, 'leaderboards')[board.key] = nextBoardState(board, prior, start, group, value, reachedAt);
+  return value;
+}
+
+/**
+ * The points of this call's awards of a points board's system that fell due in runs before the current one
+ * (starting `current`) whose value the user's state knows: those it still reaches (see `revisitable`) and the
+ * run of its latest entry. Per run, oldest first: the grants of a user idle across a run's end. Bounded (a
+ * few runs), so a call costs the same however long the user was idle; grants in runs between those count in
+ * summaries but not on the board. Empty for the usual call, whose awards are dated now.
+ */
+function earlierRunPoints(step: Step, board: CompiledLeaderboard, current: LocalDate, tz: string): [LocalDate, number][] {
+  const awards = step.awards.get(board.pointsSystemKey as string);
+  if (awards === undefined || board.runUnit === null) return [];
+  const startMs = startOfLocalDate(current, tz).getTime();
+  let runs: Run[] | null = null;
+  let out: Map<LocalDate, number> | null = null;
+  for (const a of awards) {
+    const first = Date.parse(a.date);
+    if (a.date === step.nowIso || first >= startMs) continue;
+    if (runs === null) {
+      runs = [];
+      for (let r = runContaining(board, addDays(current, -1)); r.start >= board.start && revisitable(board, r.start, current); r = runContaining(board, addDays(r.start, -1))) runs.push(r);
+      const latest = own(step.state.leaderboards, board.key)?.run;
+      if (latest !== undefined && latest < current && !runs.some((r) => r.start === latest)) runs.push(runContaining(board, latest));
+    }
+    for (const r of runs) {
+      const from = startOfLocalDate(r.start, tz).getTime();
+      const to = startOfLocalDate(addDays(r.end ?? r.start, 1), tz).getTime();
+      if (to <= first) continue;
+      let part = 0;
+      if (a.grants) {
+        const inside = grantsInside(board, a.date, a.grants, from, tz) - grantsInside(board, a.date, a.grants, to, tz);
+        if (inside > 0) part = (a.awarded / a.grants.count) * inside;
+      } else if (first >= from && first < to && inWindow(board, first, tz)) {
+        part = a.awarded;
+      }
+      if (part !== 0) (out ??= new Map()).set(r.start, addExact(out.get(r.start) ?? 0, part));
+    }
+  }
+  return out === null ? [] : [...out].sort((x, y) => (x[0] < y[0] ? -1 : 1));
+}
+
+/**
  * Sets the user's value in the current run of each board this call touched and returns the response
  * entries (ranks left null for the engine to fill from the store's commit result).
  */
@@ -366,7 +435,6 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
   // Without inherited members, as the response's points: a board key that is not there reads undefined.
   const out = record<EventLeaderboard>();
   const streakChanged = (step.state.streak?.length ?? 0) !== step.streakLengthBefore;
-  const userId = step.state.user.id;
   const touched = touchedBoards(step, metricKey, streakChanged);
   for (const board of touched) {
     // The board's zone, or (no zone configured) the user's: runs then follow each user's calendar.
@@ -380,7 +448,7 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
       if (inWindow(board, step.now.getTime(), tz)) delta = metricValue;
     } else if (board.rankBy === 'points') {
       // Points earned in a run are the awards dated inside it (and inside the board's daily window); those
-      // dated in an earlier run stay out.
+      // dated in an earlier run count there (below).
       for (const a of step.awards.get(board.pointsSystemKey as string) ?? []) {
         if (a.grants) {
           // A run of time grants counts the grants that fell due inside this board run.
@@ -395,28 +463,11 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     } else {
       absolute = step.state.streak?.length ?? 0;
     }
-    const group = groupOf(board, step.state.user.attributes);
-    const prior = own(step.state.leaderboards, board.key);
-    const mine = entryIn(prior, run.start);
-    // A run before the latest one the user counts in that the state no longer keeps (it ended more than 2
-    // days before the latest began: a clock or a move further back than the state reaches): the user's value
-    // there is unknown here, and writing the call's part alone would replace it in the rankings, so it is
-    // left as it is. (An earlier run within reach without an entry is one the user has no value in yet.)
-    if (mine === undefined && absolute === null && prior !== undefined && run.start < prior.run && !revisitable(board, run.start, prior.run)) continue;
-    const previous = mine !== undefined ? mine.value : 0;
-    const value = absolute ?? addExact(previous, delta);
-    if (!(Math.abs(value) <= MAX_EXACT)) {
-      throw new ValidationError(`value: the user's value on leaderboard "${board.key}" would become ${value}, beyond the exact range (|value| <= ${MAX_EXACT})`, [{ path: ['value'], message: 'the leaderboard value would leave the exact range' }]);
-    }
-    const groupMoved = mine !== undefined && mine.group !== group;
-    if (value === previous && !groupMoved) continue;
-    const reachedAt = value === previous && mine !== undefined ? mine.reachedAt : step.nowIso;
-    if (mine !== undefined && groupMoved) step.effects.leaderboard.push({ index: boardIndex(board.key, run.start, mine.group), userId, remove: true, date });
-    const index = boardIndexOf(board, run.start, group);
-    const thresholdRank = board.maxParticipants;
-    if (value > 0) step.effects.leaderboard.push({ index, userId, value, reachedAt, date, thresholdRank });
-    else step.effects.leaderboard.push({ index, userId, remove: true, date, thresholdRank });
-    ownRecord(step, 'leaderboards')[board.key] = nextBoardState(board, prior, run.start, group, value, reachedAt);
+    // Points that fell due in an earlier run the state still reaches (time grants of a user idle across the
+    // runs' boundary): added to that run, before the current one.
+    if (board.rankBy === 'points') for (const [start, part] of earlierRunPoints(step, board, run.start, tz)) writeRun(step, board, start, part, null, date);
+    const value = writeRun(step, board, run.start, delta, absolute, date);
+    if (value === null) continue;
     const entry = { ...entryTemplate(board) };
     entry.start = run.start;
     entry.end = run.end;
