@@ -108,6 +108,26 @@ export interface DatedTotal {
  * total is what the changes dated before its end add up to.
  */
 export function totalsInTimeOrder(baseline: number, points: readonly DatedTotal[], bounds: readonly string[]): { at: string; total: number }[] {
+  // The usual case, rows in time order and no run of grants to spread: running sums, each row itself where
+  // its stored total agrees (nothing allocated for it).
+  let ordered = true;
+  for (let i = 0; i < points.length; i++) {
+    const p = points[i] as DatedTotal;
+    if ((p.grants !== undefined && p.grants.count > 1) || (i > 0 && (points[i - 1] as DatedTotal).at > p.at)) {
+      ordered = false;
+      break;
+    }
+  }
+  if (ordered) {
+    const out: { at: string; total: number }[] = new Array(points.length);
+    let total = baseline;
+    for (let i = 0; i < points.length; i++) {
+      const p = points[i] as DatedTotal;
+      total = addExact(total, p.delta);
+      out[i] = p.total === total ? p : { at: p.at, total };
+    }
+    return out;
+  }
   const changes: { at: string; delta: number }[] = [];
   for (const p of points) {
     const run = p.grants;
