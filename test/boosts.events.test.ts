@@ -10,7 +10,7 @@ import { createEngine, defineConfig } from '../src/index.js';
 import { createMemoryStore } from '../src/memory.js';
 import { sequentialIds } from '../src/testing/index.js';
 
-it('a deleted boost keeps the events that fell due before its deletion; a boost made in the past is started and finished', async () => {
+it('a deleted boost keeps the events that fell due before its deletion and finishes with it; a boost made in the past is started and finished', async () => {
   const config = defineConfig({ metrics: [{ key: 'm', name: 'M' }], pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 't', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 10 }] }] });
   let now = Date.parse('2026-03-05T12:00:00Z');
   const engine = createEngine({ config, store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });
@@ -29,7 +29,8 @@ it('a deleted boost keeps the events that fell due before its deletion; a boost 
   now = Date.parse('2026-03-25T12:00:00Z');
   await engine.recordEvent('m', { user: { id: 'c' }, value: 1 });
   await engine.sweep();
-  expect(await eventsOf(deletedWhileOn)).toEqual(['points.boost_started@2026-03-10T00:00:00.000Z']);
+  // Deleted while it ran: it finishes with its deletion.
+  expect(await eventsOf(deletedWhileOn)).toEqual(['points.boost_started@2026-03-10T00:00:00.000Z', 'points.boost_finished@2026-03-11T12:00:00.000Z']);
   expect(await eventsOf(deletedAfter)).toEqual(['points.boost_started@2026-03-10T00:00:00.000Z', 'points.boost_finished@2026-03-13T00:00:00.000Z']);
   expect(await eventsOf(past)).toEqual(['points.boost_started@2026-03-01T00:00:00.000Z', 'points.boost_finished@2026-03-03T00:00:00.000Z']);
 });

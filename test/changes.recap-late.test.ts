@@ -28,3 +28,16 @@ it('the same recap with a daily sweep and with none', async () => {
   expect(swept).toEqual([['2026-01-06T00:00:00.000Z', { periodStart: '2026-01-05', periodEnd: '2026-01-05' }]]);
   expect(await run(false)).toEqual(swept);
 });
+
+it('after a move west the activity of a day not yet recapped is recapped', async () => {
+  const config = defineConfig({ timeZone: 'UTC', metrics: [{ key: 'lessons', name: 'Lessons' }], notifications: { recap: { frequency: 'daily' } } });
+  let now = Date.parse('2026-01-05T01:00:00Z'); // Jan 5 10:00 in Tokyo
+  const engine = createEngine({ config, store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });
+  await engine.recordEvent('lessons', { user: { id: 'u', tz: 'Asia/Tokyo' }, value: 1 });
+  now = Date.parse('2026-01-05T17:00:00Z'); // Jan 6 02:00 in Tokyo: Jan 5 is recapped
+  await engine.recordEvent('lessons', { user: { id: 'u' }, value: 1 });
+  now = Date.parse('2026-01-08T20:00:00Z'); // Jan 8 12:00 in Los Angeles, where the Jan 6 activity reads as Jan 5
+  await engine.recordEvent('lessons', { user: { id: 'u', tz: 'America/Los_Angeles' }, value: 1 });
+  const { events } = await engine.readChanges({ limit: 100 });
+  expect(events.filter((e) => e.type === 'emails.recap_due').map((e) => (e.payload as { recap: { periodStart: string } }).recap.periodStart)).toEqual(['2026-01-05', '2026-01-06']);
+});

@@ -54,3 +54,22 @@ describe.each([
     expect(await board('2026-03-15')).toBe(0);
   });
 });
+
+it('points a configuration change backdates leave finished runs as they are (only time grants count in an earlier run)', async () => {
+  const cfg = (ach: boolean) =>
+    defineConfig({
+      timeZone: 'UTC',
+      metrics: [{ key: 'm', name: 'M' }],
+      achievements: ach ? [{ key: 'one', name: 'One', trigger: 'metric', metricKey: 'm', metricValue: 1 }] : [],
+      pointsSystems: [{ key: 'xp', name: 'XP', triggers: [{ key: 'per', type: 'metric', metricKey: 'm', metricThreshold: 1, points: 10 }, ...(ach ? [{ key: 'a', type: 'achievement' as const, achievementKey: 'one', points: 50 }] : [])] }],
+      leaderboards: [{ key: 'monthly', name: 'Monthly', rankBy: 'points', pointsSystemKey: 'xp', start: '2026-01-01', runUnit: 'month', runInterval: 1 }],
+    });
+  const store = createMemoryStore();
+  const ids = sequentialIds();
+  let now = Date.parse('2026-01-20T12:00:00Z');
+  await createEngine({ config: cfg(false), store, clock: () => new Date(now), newId: ids }).recordEvent('m', { user: { id: 'u' }, value: 1 });
+  now = Date.parse('2026-02-10T12:00:00Z');
+  const e = createEngine({ config: cfg(true), store, clock: () => new Date(now), newId: ids });
+  await e.recordEvent('m', { user: { id: 'u' }, value: 1 });
+  expect((await e.getLeaderboard('monthly', { run: '2026-01-15' })).rankings[0]?.value).toBe(10);
+});

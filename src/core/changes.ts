@@ -407,6 +407,8 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
         found.emit('points.boost_finished', isoOf(end), { type: 'points.boost_finished', timestamp: isoOf(end), boost: wireUserBoost(system, userId, b, 'finished') });
         done = 2;
       }
+      // A boost deleted while it ran finishes with its deletion (announced, so no consumer thinks it active).
+      if (done === 1 && !kept.has(b.id)) found.emit('points.boost_finished', nowIso, { type: 'points.boost_finished', timestamp: nowIso, boost: wireUserBoost(system, userId, b, 'finished') });
       if (done > 0 && kept.has(b.id)) announced[b.id] = done;
     }
   }
@@ -428,15 +430,17 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     const activity = notices.recapActivity;
     if (activity !== undefined && Date.parse(activity) < dueMs) {
       // The recap of the period the activity fell in, due when the next began (with no commit in between,
-      // that is not the period just ended: idle periods after it get none).
-      const recapStart = periodStartOf(localDateOf(new Date(activity), tz), n.recap, cfg.weekStartsOn);
-      const recapEnd = periodEndOf(recapStart, n.recap);
-      if (notices.recap !== recapEnd) {
+      // that is not the period just ended: idle periods after it get none). After a move west the activity
+      // can read as a period already recapped: then the first period after that one.
+      let recapStart = periodStartOf(localDateOf(new Date(activity), tz), n.recap, cfg.weekStartsOn);
+      if (notices.recap !== undefined && periodEndOf(recapStart, n.recap) <= notices.recap) recapStart = periodStartOf(addDays(notices.recap, 1), n.recap, cfg.weekStartsOn);
+      if (recapStart < period) {
+        const recapEnd = periodEndOf(recapStart, n.recap);
         const at = isoOf(dayStart(nextPeriodStart(recapStart, n.recap), tz));
         found.emit('emails.recap_due', at, { type: 'emails.recap_due', timestamp: at, user: found.wired(), recap: { periodStart: recapStart, periodEnd: recapEnd } });
         notices.recap = recapEnd;
+        delete notices.recapActivity;
       }
-      delete notices.recapActivity;
     }
     if (activeNow !== null && notices.recapActivity === undefined) notices.recapActivity = activeNow;
     if (notices.recapActivity !== undefined) candidates.push(dayStart(nextPeriodStart(period, n.recap), tz));

@@ -365,9 +365,9 @@ function moveGroups(step: Step, touched: readonly CompiledLeaderboard[]): void {
  * the user's value there is unknown here, and writing the call's part alone would replace it in the rankings,
  * so it is left as it is; an earlier run within reach without an entry is one the user has no value in yet).
  */
-function writeRun(step: Step, board: CompiledLeaderboard, start: LocalDate, delta: number, absolute: number | null, date: LocalDate): number | null {
+function writeRun(step: Step, board: CompiledLeaderboard, start: LocalDate, delta: number, absolute: number | null, date: LocalDate, attributes: Readonly<Record<string, string>>): number | null {
   const userId = step.state.user.id;
-  const group = groupOf(board, step.state.user.attributes);
+  const group = groupOf(board, attributes);
   const prior = own(step.state.leaderboards, board.key);
   const mine = entryIn(prior, start);
   if (mine === undefined && absolute === null && prior !== undefined && start < prior.run && !revisitable(board, start, prior.run)) return null;
@@ -389,7 +389,7 @@ function writeRun(step: Step, board: CompiledLeaderboard, start: LocalDate, delt
 }
 
 /**
- * The points of this call's awards of a points board's system that fell due in runs before the current one
+ * The points of this call's time grants for a points board's system that fell due in runs before the current one
  * (starting `current`) whose value the user's state knows: those it still reaches (see `revisitable`) and the
  * run of its latest entry. Per run, oldest first: the grants of a user idle across a run's end. Bounded (a
  * few runs), so a call costs the same however long the user was idle; grants in runs between those count in
@@ -403,7 +403,9 @@ function earlierRunPoints(step: Step, board: CompiledLeaderboard, current: Local
   let out: Map<LocalDate, number> | null = null;
   for (const a of awards) {
     const first = Date.parse(a.date);
-    if (a.date === step.nowIso || first >= startMs) continue;
+    // Time grants only: other awards dated in the past (backdated by a configuration change: "past periods
+    // never change") leave earlier runs as they are.
+    if (a.date === step.nowIso || first >= startMs || (a.grants === undefined && a.trigger.type !== 'time')) continue;
     if (runs === null) {
       runs = [];
       for (let r = runContaining(board, addDays(current, -1)); r.start >= board.start && revisitable(board, r.start, current); r = runContaining(board, addDays(r.start, -1))) runs.push(r);
@@ -465,8 +467,9 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     }
     // Points that fell due in an earlier run the state still reaches (time grants of a user idle across the
     // runs' boundary): added to that run, before the current one.
-    if (board.rankBy === 'points') for (const [start, part] of earlierRunPoints(step, board, run.start, tz)) writeRun(step, board, start, part, null, date);
-    const value = writeRun(step, board, run.start, delta, absolute, date);
+    // (In the group the user had before this call: a change of attributes moves only the current run's entry.)
+    if (board.rankBy === 'points') for (const [start, part] of earlierRunPoints(step, board, run.start, tz)) writeRun(step, board, start, part, null, date, step.attributesBefore);
+    const value = writeRun(step, board, run.start, delta, absolute, date, step.state.user.attributes);
     if (value === null) continue;
     const entry = { ...entryTemplate(board) };
     entry.start = run.start;
