@@ -337,7 +337,6 @@ export function readContext(state: UserState, ctx: CoreContext, kind: string): C
  * read), anything else made here (a completion, an award, a streak row) from the user and `now`.
  */
 export function viewState(cfg: LaurelConfig, state: UserState, ctx: CoreContext): { state: UserState; today: string; tz: string; awards: Map<string, Award[]>; effects: Effects } {
-  if (state === null || state === undefined) throw new ValidationError('viewState needs the state of an existing user', [{ path: ['state'], message: 'is required' }]);
   // What the last write left is settled under the rules it was counted under: a changed configuration is
   // what gives `finish` something to settle (reads without one keep their cost: no board or index work).
   return viewAfter(cfg, state, ctx, (state as Partial<UserState> | null)?.rules !== cfg.rules.all);

@@ -8,7 +8,6 @@ import { ConflictError, isLaurelError, isLaurelErrorCode, NoLevelsError, NotFoun
 import { guardStore } from './guard.js';
 import { achievementView, achievementWithProgress, listedFor } from '../core/achievements.js';
 import { applyAccrue, applyCompletion, applyIdentify, applyValidatedEvent, checkConfig, checkInstant, readContext, replayResponse, viewAfter, viewState, type CompletionResult } from '../core/apply.js';
-import { addExact } from '../core/decimal.js';
 import { isValidLocalDate, localDateOf } from '../core/calendar.js';
 import {
   boardIndex,
@@ -27,7 +26,6 @@ import { extendedAt, historyWindowStart, streakHistory, type StreakHistoryEntry 
 import type {
   AchievementView,
   Award,
-  AwardRow,
   CoreContext,
   Effects,
   EventInput,
@@ -69,7 +67,7 @@ import { createBoost, deleteBoost, getUserBoosts, listBoosts, type BoostsContext
 import type { PointsBoost } from '../core/boosts.js';
 import type { CreateBoostResult, DeleteBoostResult } from '../core/operations.js';
 import { deleteUser, getUserEvents, resetUser, type DeleteUserResult, type ResetUserResult, type UserEventsOptions, type UserEventsPage, type UserOperationsContext } from './users.js';
-import { foldSummary, summaryPeriods, totalsInTimeOrder, validateSummaryOptions, type DatedTotal, type SummaryOptions, type SummaryRow } from './summaries.js';
+import { foldSummary, ledgerTotals, summaryPeriods, validateSummaryOptions, type DatedTotal, type SummaryOptions, type SummaryRow } from './summaries.js';
 import { randomUuid } from './uuid.js';
 
 /** Bounded optimistic-concurrency retries. */
@@ -1470,17 +1468,9 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
     // run that can reach into the range is among the rows of the three days before it or the last row before
     // those, and all of them are spread.
     const lookBack = kind === 'points' ? new Date(Date.parse(from) - 3 * 86_400_000).toISOString() : from;
-    const [before] = await store.readLedger({ userId, kind, key, to: lookBack, order: 'desc', limit: 1 });
-    const rows = await store.readLedger({ userId, kind, key, from: lookBack, to, order: 'asc' });
-    // A row is a dated total as it is; only a run of grants needs its run spelled out.
-    const dated = (r: LedgerRow): DatedTotal => {
-      const grants = (r.data as AwardRow | null)?.grants;
-      return grants ? { at: r.at, total: r.total, delta: r.delta, grants } : r;
-    };
-    // Totals summed by instant from the total before the row before the range (a clock stepped back writes
-    // rows out of time order, whose stored running totals then follow commit order), with the awards this
-    // read materialised among them.
-    const points = totalsInTimeOrder(before ? addExact(before.total, -before.delta) : 0, [...(before ? [dated(before)] : []), ...rows.map(dated), ...pending], bounds);
+    // Totals summed by instant (a clock stepped back writes rows out of time order, whose stored running
+    // totals then follow commit order), with the awards this read materialised among them.
+    const points = await ledgerTotals(store, { userId, kind, key, from: lookBack, to }, pending, bounds);
     let baseline = 0;
     const inside: { at: string; total: number }[] = [];
     for (const p of points) {

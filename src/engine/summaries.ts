@@ -15,7 +15,8 @@ import {
 } from '../core/calendar.js';
 import { addExact } from '../core/decimal.js';
 import { grantInstant, grantsBefore } from '../core/points.js';
-import type { GrantRun } from '../core/types.js';
+import type { AwardRow, GrantRun, LedgerRow } from '../core/types.js';
+import type { Store } from '../store/types.js';
 
 /** The period length of a summary's rows. */
 export type Aggregation = 'daily' | 'weekly' | 'monthly';
@@ -98,6 +99,22 @@ export interface DatedTotal {
   total: number;
   delta: number;
   grants?: GrantRun | undefined;
+}
+
+/**
+ * A user's ledger of one kind and key as dated totals in time order (see {@link totalsInTimeOrder}): its rows
+ * from `from` to `to` and the last one before `from`, with `pending` (awards a read materialised, not stored)
+ * among them, summed from the total before that last row.
+ */
+export async function ledgerTotals(store: Pick<Store, 'readLedger'>, q: { userId: string; kind: 'metric' | 'points'; key: string; from: string; to: string }, pending: readonly DatedTotal[], bounds: readonly string[]): Promise<{ at: string; total: number }[]> {
+  const [before] = await store.readLedger({ userId: q.userId, kind: q.kind, key: q.key, to: q.from, order: 'desc', limit: 1 });
+  const rows = await store.readLedger({ userId: q.userId, kind: q.kind, key: q.key, from: q.from, to: q.to, order: 'asc' });
+  // A row is a dated total as it is; only a run of grants needs its run spelled out.
+  const dated = (r: LedgerRow): DatedTotal => {
+    const grants = (r.data as AwardRow | null)?.grants;
+    return grants ? { at: r.at, total: r.total, delta: r.delta, grants } : r;
+  };
+  return totalsInTimeOrder(before ? addExact(before.total, -before.delta) : 0, [...(before ? [dated(before)] : []), ...rows.map(dated), ...pending], bounds);
 }
 
 /**

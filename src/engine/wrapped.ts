@@ -11,12 +11,12 @@ import { addDays, localDateOf, periodEndOf, periodStartOf, nextPeriodStart, star
 import { addExact } from '../core/decimal.js';
 import { boardIndex, groupOf, leaderboardView, runContaining, runStatus, type BoardStatus, type Run } from '../core/leaderboards.js';
 import { own, userZone } from '../core/step.js';
-import type { Award, AwardRow, Effects, LeaderboardView, LedgerRow, MetricRowData, StreakPeriodRow, UserAchievement, UserRecord, UserState } from '../core/types.js';
+import type { Award, Effects, LeaderboardView, MetricRowData, StreakPeriodRow, UserAchievement, UserRecord, UserState } from '../core/types.js';
 import { validateUserId } from '../core/users.js';
 import { yearlyIndex } from '../core/wrapped.js';
 import { ValidationError } from '../errors.js';
 import type { Store } from '../store/types.js';
-import { totalsInTimeOrder, type DatedTotal } from './summaries.js';
+import { ledgerTotals, type DatedTotal } from './summaries.js';
 
 /** A metric's figures for one attribute value of its events in a period (`WrappedMetric.byAttribute`). */
 export interface WrappedAttributeValue {
@@ -265,14 +265,8 @@ export async function getWrapped(ctx: WrappedContext, userId: string, opts: { ye
   const lookBack = new Date(Date.parse(from) - 3 * 86_400_000).toISOString();
   const pointsTotals = await Promise.all(
     config.pointsSystems.map(async (system) => {
-      const [before] = await store.readLedger({ userId, kind: 'points', key: system.key, to: lookBack, order: 'desc', limit: 1 });
-      const rows = await store.readLedger({ userId, kind: 'points', key: system.key, from: lookBack, to, order: 'asc' });
-      const dated = (r: LedgerRow): DatedTotal => {
-        const grants = (r.data as AwardRow | null)?.grants;
-        return grants ? { at: r.at, total: r.total, delta: r.delta, grants } : r;
-      };
       const pending = (awards.get(system.key) ?? []).filter((a) => a.date < to).map((a): DatedTotal => ({ at: a.date, total: a.total, delta: a.awarded, grants: a.grants }));
-      return totalsInTimeOrder(before ? addExact(before.total, -before.delta) : 0, [...(before ? [dated(before)] : []), ...rows.map(dated), ...pending], bounds);
+      return ledgerTotals(store, { userId, kind: 'points', key: system.key, from: lookBack, to }, pending, bounds);
     }),
   );
   const totalAt = (points: readonly { at: string; total: number }[], at: string) => {
