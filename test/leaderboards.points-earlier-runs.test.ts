@@ -5,10 +5,11 @@
  * count in that run when the user's state knows its value: a run still within reach, or the run of their
  * latest entry. Found by a fuzz of reads against a naive oracle.
  */
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { createEngine, defineConfig } from '../src/index.js';
 import { createMemoryStore } from '../src/memory.js';
 import { sequentialIds } from '../src/testing/index.js';
+import { onEachStore, setupOn } from './stores.js';
 
 const config = (boost: boolean) =>
   defineConfig({
@@ -29,17 +30,17 @@ const config = (boost: boolean) =>
     leaderboards: [{ key: 'monthly', name: 'Monthly', rankBy: 'points', pointsSystemKey: 'xp', start: '2026-01-01', runUnit: 'month', runInterval: 1 }],
   });
 
-describe.each([
-  ['UTC', false],
-  ['UTC', true],
-  ['Pacific/Auckland', true],
-])('%s (one award per grant: %s)', (tz, boost) => {
-  it('each run of a monthly points board holds what the monthly summary says', async () => {
-    let now = Date.parse('2026-01-29T12:00:00Z');
-    const e = createEngine({ config: config(boost), store: createMemoryStore(), clock: () => new Date(now), newId: sequentialIds() });
+onEachStore('grants of an idle user on a points board', (kind) => {
+  it.each([
+    ['UTC', false],
+    ['UTC', true],
+    ['Pacific/Auckland', true],
+  ] as const)('%s (one award per grant: %s): each run of a monthly points board holds what the monthly summary says', async (tz, boost) => {
+    const t = await setupOn(kind, config(boost), '2026-01-29T12:00:00Z');
+    const e = t.engine;
     await e.recordEvent('m', { user: { id: 'u', tz }, value: 1 });
     for (const at of ['2026-02-02T12:00:00Z', '2026-05-03T12:00:00Z']) {
-      now = Date.parse(at);
+      t.set(at);
       await e.recordEvent('m', { user: { id: 'u' }, value: 1 });
     }
     const summary = await e.getPointsEventSummary('u', 'xp', { aggregation: 'monthly', startDate: '2026-01-01', endDate: '2026-05-31' });
