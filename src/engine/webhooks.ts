@@ -228,6 +228,9 @@ function recorderOf(store: unknown): ((records: readonly DeliveryRecord[]) => Pr
   return s && typeof s.recordDeliveries === 'function' ? (records) => (s.recordDeliveries as (r: readonly DeliveryRecord[]) => Promise<void>)(records) : null;
 }
 
+/** The error of an attempt aborted because the subscription lost the batch's lease. */
+const LEASE_LOST = 'aborted: the lease on the batch was lost (another relay holds it)';
+
 /** A short description of a failed request. */
 function describe(error: unknown, timedOut: boolean, timeoutMs: number): string {
   if (timedOut) return `timed out after ${timeoutMs} ms`;
@@ -313,14 +316,27 @@ export function createWebhookRelay(engine: WebhookRelayEngine, options: WebhookR
 
   let stopped = false;
   const backoff = interruptibleWait();
-  const sleep = (ms: number) => (stopped || ms <= 0 ? Promise.resolve() : backoff.wait(ms));
+  /** The backoff before a retry: ended early by `stop()` or by the loss of the batch's lease (`signal`). */
+  const sleep = async (ms: number, signal: AbortSignal): Promise<void> => {
+    if (stopped || signal.aborted || ms <= 0) return;
+    const lost = () => backoff.interrupt();
+    signal.addEventListener('abort', lost, { once: true });
+    try {
+      await backoff.wait(ms);
+    } finally {
+      signal.removeEventListener('abort', lost);
+    }
+  };
 
   /** Events this process delivered from a batch not yet acknowledged, and attempts per event so far. */
   const delivered = new Set<string>();
   const attempts = new Map<string, number>();
 
-  /** One attempt: true when delivered. */
-  async function attempt(event: StoredChange, body: string, n: number): Promise<{ ok: boolean; status: number | null; error: string | null }> {
+  /**
+   * One attempt: true when delivered. A request in flight is aborted when the subscription loses the batch's
+   * lease (`signal`): recorded as failed (the receiver may have had it: it deduplicates on the event id).
+   */
+  async function attempt(event: StoredChange, body: string, n: number, signal: AbortSignal): Promise<{ ok: boolean; status: number | null; error: string | null }> {
     const at = clock();
     const headers: Record<string, string> = {
       ...extra,
@@ -338,6 +354,8 @@ export function createWebhookRelay(engine: WebhookRelayEngine, options: WebhookR
       timedOut = true;
       controller.abort();
     }, timeoutMs);
+    const lost = () => controller.abort();
+    signal.addEventListener('abort', lost, { once: true });
     const started = performance.now();
     let outcome: { ok: boolean; status: number | null; error: string | null };
     try {
@@ -348,9 +366,10 @@ export function createWebhookRelay(engine: WebhookRelayEngine, options: WebhookR
       const ok = res.status >= 200 && res.status < 300 && !timedOut;
       outcome = { ok, status: res.status, error: timedOut ? describe(null, true, timeoutMs) : ok ? null : `HTTP ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}` };
     } catch (error) {
-      outcome = { ok: false, status: null, error: describe(error, timedOut, timeoutMs) };
+      outcome = { ok: false, status: null, error: signal.aborted && !timedOut ? LEASE_LOST : describe(error, timedOut, timeoutMs) };
     } finally {
       clearTimeout(timer);
+      signal.removeEventListener('abort', lost);
     }
     const ms = Math.round(performance.now() - started);
     const rec: DeliveryRecord = { consumer, eventId: event.id, attempt: n, ok: outcome.ok, status: outcome.status, error: outcome.error, at: at.toISOString(), ms };
@@ -385,14 +404,15 @@ export function createWebhookRelay(engine: WebhookRelayEngine, options: WebhookR
         if (signal.aborted) throw new RelayStopped();
         const n = (attempts.get(event.id) ?? 0) + 1;
         attempts.set(event.id, n);
-        const outcome = await attempt(event, body, n);
+        const outcome = await attempt(event, body, n, signal);
         if (outcome.ok) {
           delivered.add(event.id);
           break;
         }
+        if (signal.aborted) throw new RelayStopped();
         last = outcome;
         // The backoff grows with every failed attempt at this event, across rounds too.
-        if (i < maxAttempts - 1) await sleep(Math.floor(random() * Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(n - 1, 30))));
+        if (i < maxAttempts - 1) await sleep(Math.floor(random() * Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(n - 1, 30))), signal);
       }
       if (!delivered.has(event.id)) {
         if (stopped) throw new RelayStopped();
