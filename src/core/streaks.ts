@@ -53,6 +53,9 @@ export function advanceStreak(step: Step): void {
     state.streak = emptyStreak(cfg);
     step.owned.add(state.streak).add(state.streak.sums);
   }
+  // A lowered `freezes.max` applies from the user's next call (read or write) on, before anything else.
+  const max = cfg.freezes?.max;
+  if (max !== undefined && state.streak.freezes > max) ownStreak(step).freezes = max;
   let s = state.streak;
   const freq = cfg.frequency;
   const current = periodStartOf(step.today, freq, step.cfg.weekStartsOn);

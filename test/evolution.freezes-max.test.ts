@@ -1,0 +1,63 @@
+/**
+ * A lowered `streak.freezes.max` applies from each user's next call (docs/rules.md, section 10), as a lowered
+ * `maxPoints` does: a user holding more freezes than the new maximum is brought down to it on the next read
+ * or write, before anything else of that call. Users kept 3 freezes of a maximum of 1 until they used them.
+ */
+import fc from 'fast-check';
+import { expect, it } from 'vitest';
+import { applyEvent, createEngine, defineConfig, type UserState } from '../src/index.js';
+import { sequentialIds } from '../src/testing/index.js';
+import { setupWith } from './helpers.js';
+import { freshStore, onEachStore } from './stores.js';
+
+const withMax = (max: number) =>
+  defineConfig({ timeZone: 'UTC', metrics: [{ key: 'lessons', name: 'Lessons' }], streak: { frequency: 'daily', freezes: { initial: 1, max } } });
+
+onEachStore('a lowered freezes.max', (kind) => {
+  it('brings a user down to it on the next read and write; a gap then uses only what the user may hold', async () => {
+    const store = await freshStore(kind);
+    const t = setupWith(store, withMax(3));
+    await t.engine.recordEvent('lessons', { user: { id: 'u' }, value: 1 });
+    await t.engine.runOperations('u', [{ op: 'grantFreezes', count: 2 }]);
+    expect((await t.engine.getStreak('u')).freezes).toBe(3);
+    const changesBefore = (await store.readChanges!({ limit: 1000 })).events.length;
+
+    const lowered = createEngine({ config: withMax(1), store, clock: t.now, newId: sequentialIds('n') });
+    const read = await lowered.getStreak('u');
+    expect(read.freezes).toBe(1);
+    expect(read.maxFreezes).toBe(1);
+    await lowered.recordEvent('lessons', { user: { id: 'u' }, value: 1 });
+    expect((await lowered.getStreak('u')).freezes).toBe(1);
+    // Lowering takes freezes away: no freeze was used or earned, so no streak change event says so.
+    const events = (await store.readChanges!({ limit: 1000 })).events.slice(changesBefore);
+    expect(events.filter((e) => e.type.startsWith('streak.'))).toEqual([]);
+
+    // Two days missed: the one freeze covers the first, the second breaks the streak.
+    t.set('2026-01-08T10:00:00Z');
+    await lowered.recordEvent('lessons', { user: { id: 'u' }, value: 1 });
+    const after = await lowered.getStreak('u');
+    expect(after.length).toBe(1);
+    expect(after.started).toBe('2026-01-08');
+    expect(after.freezes).toBe(0);
+  });
+});
+
+it('property: whatever the freezes a state holds, a call under a configuration leaves at most its maximum', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 0, max: 5 }), fc.integer({ min: 0, max: 3 }), (max, granted, days) => {
+      const newId = sequentialIds();
+      const ctx = (iso: string) => ({ now: new Date(iso), newId });
+      let state: UserState = applyEvent(withMax(5), null, { metricKey: 'lessons', user: { id: 'u' }, value: 1 }, ctx('2026-01-05T10:00:00Z')).state;
+      // A state holding `granted` more freezes, as grants under a larger maximum leave it.
+      state = { ...state, streak: { ...state.streak!, freezes: Math.min(5, state.streak!.freezes + granted) } };
+      const held = state.streak!.freezes;
+      const next = applyEvent(withMax(max), state, { metricKey: 'lessons', user: { id: 'u' }, value: 1 }, ctx(`2026-01-${String(5 + days).padStart(2, '0')}T10:00:00Z`)).state;
+      expect(next.streak!.freezes).toBeLessThanOrEqual(max);
+      // Missed days use freezes from what the user may hold now.
+      const missed = Math.max(0, days - 1);
+      const usable = Math.min(held, max);
+      expect(next.streak!.freezes).toBe(missed <= usable ? usable - missed : 0);
+    }),
+    { numRuns: 200 },
+  );
+});
