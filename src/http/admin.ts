@@ -21,6 +21,7 @@ import type { Engine } from '../engine/engine.js';
 import type { LaurelConfig, CompiledPointsSystem } from '../config/define.js';
 import type { PointsBoost } from '../core/boosts.js';
 import type { UserInput } from '../core/types.js';
+import { validateText, validateUserId } from '../core/users.js';
 import type { CreateBoostResult } from '../core/operations.js';
 
 /** What an admin route reads of a request. */
@@ -191,6 +192,8 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
    */
   const runtimeBoost = async (s: CompiledPointsSystem, id: string, issues: Issue[]) => {
     try {
+      // Checked as the engine checks a boost id (a NUL is a validation error before any read, on every store).
+      validateText(id, ['ids'], 255, { nonEmpty: true });
       const found = await stored('getBoost', () => e.store.getBoost(id));
       if (found && found.pointsSystemKey === s.key) return found;
       issues.push({ id, severity: 'error', message: 'Points boost not found by ID' });
@@ -291,6 +294,7 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
           for (const loaded of states) for (const p of loaded?.state.streak?.pauses ?? []) if (ids.includes(p.id)) owners.set(p.id, loaded!.state.user.id);
         };
         const hinted = listParam(url, 'userId');
+        hinted.forEach((id) => validateUserId(id, ['userId']));
         if (hinted.length > 0) await look(hinted);
         else {
           let after: string | undefined;
@@ -381,6 +385,7 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
         const s = systemOf(params.systemId as string);
         const id = params.id as string;
         const configured = s.boosts.some((b) => b.id === id);
+        if (!configured) validateText(id, ['id'], 255, { nonEmpty: true });
         const record = configured ? null : await stored('getBoost', () => e.store.getBoost(id));
         const found = configured || record?.pointsSystemKey === s.key ? (await boostsById(s, [id])).get(id) : undefined;
         if (!found) throw notFound('boost', id);

@@ -101,14 +101,16 @@ const DEFAULT_ERRORS: readonly number[] = [401, 404, 422];
 /**
  * The status to answer for a failure of an operation that documents `errors`: a documented status as is;
  * otherwise a bad request (400) or a missing resource (404) becomes 422 where the operation lists 422 (else
- * 400), and a 422 becomes 400 where only 400 is listed. Left as they are, and documented in the README as
+ * 400; a bad request is 404 where the operation lists neither but 404), and a 422 becomes 400 where only 400
+ * is listed. Left as they are, and documented in the README as
  * Laurel's own: 413 (body over `maxBodyBytes`), 409 (write retries spent) and 5xx (store unavailable,
  * internal errors). `POST /metrics/{key}/event` also keeps 404 for an unknown metric (its route lists it),
  * and answers 202 for an idempotent replay (the service's idempotency page documents that).
  */
 function documentedStatus(status: number, errors: readonly number[]): number {
   if (errors.includes(status) || status === 409 || status === 413 || status >= 500) return status;
-  if (status === 400 || status === 404 || status === 403) return errors.includes(422) ? 422 : errors.includes(400) ? 400 : status;
+  // Where neither is listed but 404 is, a bad request (a malformed id or tenant names nothing) is 404.
+  if (status === 400 || status === 404 || status === 403) return errors.includes(422) ? 422 : errors.includes(400) ? 400 : status === 400 && errors.includes(404) ? 404 : status;
   if (status === 422 && errors.includes(400)) return 400;
   return status;
 }
@@ -561,23 +563,29 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       else if (raw[0] === 'v1') raw = raw.slice(1);
       else if (raw[0] === 'api' && raw[1] === 'metrics') raw = raw.slice(1);
       else throw new HttpError(404, `No route for ${url.pathname}`);
-      let segments: string[];
+      let segments: string[] | null;
       try {
         segments = raw.map((s) => decodeURIComponent(s));
       } catch {
-        throw new HttpError(400, 'Malformed percent-encoding in the path');
+        segments = null;
       }
       // `Tenant-ID` scopes the call to that tenant's engine; without it (or empty), the default tenant.
       const tenant = request.headers.get('tenant-id') || null;
       if (principal.kind === 'user' && principal.tenant !== tenant) throw new ForbiddenError('This application key belongs to another tenant');
       /** The request's route in a tenant's table: 404 when no route has its path, 405 when none has its method. */
       const routeIn = (a: Api): { route: Route; params: Params } => {
-        const { allowed, params } = match(segments, isAdmin ? a.admin : a.routes);
+        const { allowed, params } = match(segments ?? raw, isAdmin ? a.admin : a.routes);
         if (allowed.length === 0) throw new HttpError(404, `No route for ${request.method} ${url.pathname}`);
         const i = allowed.findIndex((r) => r.method === request.method);
         if (i < 0) throw new HttpError(405, `Method ${request.method} not allowed`, { allow: [...new Set(allowed.map((r) => r.method))].join(', ') });
         return { route: allowed[i] as Route, params: params[i] as Params };
       };
+      if (segments === null) {
+        // A segment whose percent-encoding is malformed: a bad request of the operation its path names (the
+        // route found by the raw segments: literal ones are plain ASCII), answered with a status it documents.
+        errors = routeIn(apiOf(null)).route.errors ?? DEFAULT_ERRORS;
+        throw new HttpError(400, 'Malformed percent-encoding in the path');
+      }
       let api: Api;
       try {
         api = apiOf(tenant);
