@@ -260,6 +260,8 @@ export interface LeaderboardRankings extends LeaderboardView {
  * their daily rank history, latest first.
  */
 export interface UserLeaderboard extends LeaderboardView {
+  /** The run's status (as `getLeaderboard` gives it for the same run). */
+  status: BoardStatus;
   /** The user's rank in the run, or null when not ranked. */
   rank: number | null;
   /** The user's value in the run, or null without an entry. */
@@ -1432,12 +1434,14 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
         state = (await loadOrThrow(userId)).state;
       }
       // A board following each user's zone reads by default the run of today in the user's zone.
-      const run = resolveRun(b, opts.run, localDateOf(now(), b.timeZone ?? userZone(config, state)));
+      const at = now();
+      const run = resolveRun(b, opts.run, localDateOf(at, b.timeZone ?? userZone(config, state)));
       const index = boardIndex(b.key, run.start, groupOf(b, state.user.attributes));
       const entry = await store.getEntry(index, userId);
       const history = numEvents > 0 ? await store.readRankHistory(index, userId, numEvents) : [];
       return {
         ...leaderboardView(b),
+        status: runStatus(b, run, at),
         run,
         rank: capRank(b, entry?.rank),
         value: entry?.value ?? null,

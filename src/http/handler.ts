@@ -335,7 +335,6 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
     }
 
     /** A board's status now (`active`, `scheduled`, `finished`, or `inactive` for one switched off). */
-    const statusOf = async (key: string) => (await e.listLeaderboards({ includeFinished: true, includeInactive: true })).find((b) => b.key === key)?.status ?? 'active';
 
     const recordEvent = async ({ request, params, body }: Context) => {
       const b = await body();
@@ -428,7 +427,8 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
           const numEvents = intParam(url, 'numEvents');
           const run = url.searchParams.get('run') ?? undefined;
           const board = await e.getUserLeaderboard(params.id as string, params.key as string, { ...(run ? { run } : {}), ...(numEvents === undefined ? {} : { numEvents }) });
-          return json(200, { ...withBoard(board, await statusOf(board.key)), history: board.history.map((h) => ({ ...h, timestamp: `${h.date}T00:00:00.000Z` })) });
+          // The status of the run read, as `GET /leaderboards/{key}` gives it for the same run.
+          return json(200, { ...withBoard(board, board.status), history: board.history.map((h) => ({ ...h, timestamp: `${h.date}T00:00:00.000Z` })) });
         },
       },
       {
