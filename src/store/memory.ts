@@ -680,7 +680,7 @@ function partition(options: MemoryStoreOptions, tenant: (id: string) => MemorySt
     ledgers.delete(e.userId);
     idempotency.delete(e.userId);
     for (const id of [...(boostsOfUser.get(e.userId) ?? [])]) removeBoost(id);
-    outbox.eraseUser(e.userId);
+    outbox.eraseUser(e.userId, !e.reset);
     for (const name of Object.keys(e.counters)) counters.set(name, (counters.get(name) ?? 0) + (e.counters[name] as number));
     let version = 0;
     if (e.reset) {

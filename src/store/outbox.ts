@@ -250,6 +250,24 @@ function keptRank(c: ChangeEvent, previousRank: number | null, rank: number | nu
   return new SettledRank(c, board, lb.value, lb.previousValue, previousRank, rank);
 }
 
+/** The types of board-run events, whose payload's `leaderboard.rankings` lists users (see `MemoryOutbox.eraseUser`). */
+const BOARD_RUN_TYPES: ReadonlySet<string> = new Set(['leaderboard.started', 'leaderboard.finished', 'leaderboard.changed']);
+/** The marks of `leaderboard.changed` (engine/changes.ts): their values list the rankings last sent. */
+const CHANGED_MARK = 'leaderboard.changed|';
+
+const isBoardRun = (e: Omit<ChangeEvent, 'rank'> | KeptEvent): boolean => e.userId === null && BOARD_RUN_TYPES.has(e.type);
+
+/**
+ * A board-run event without `userId`'s entries in its `leaderboard.rankings` (the others as they were); the
+ * event itself when it has none.
+ */
+function withoutRanking(e: Omit<ChangeEvent, 'rank'>, userId: string): Omit<ChangeEvent, 'rank'> {
+  const lb = isObject(e.payload) ? e.payload.leaderboard : undefined;
+  const rankings = isObject(lb) ? lb.rankings : undefined;
+  if (!Array.isArray(rankings) || !rankings.some((r) => isObject(r) && r.userId === userId)) return e;
+  return { ...e, payload: { ...e.payload, leaderboard: { ...(lb as Record<string, unknown>), rankings: rankings.filter((r) => !(isObject(r) && r.userId === userId)) } } };
+}
+
 /** A rank, or null when there is none or it is above the board's `cap`. */
 const capped = (rank: number | null | undefined, cap: number): number | null => (rank != null && rank <= cap ? rank : null);
 
@@ -332,6 +350,8 @@ export class MemoryOutbox implements OutboxStore {
   /** Sequence number of `log[0]`. */
   private base = 1;
   private readonly byUser = new Map<string, number[]>();
+  /** Sequence numbers of the board-run events (no user; `leaderboard.*`), whose rankings name users: see {@link eraseUser}. */
+  private boardRuns: number[] = [];
   private readonly consumers = new Map<string, { cursor: string | null; owner: string | null; until: number }>();
   private readonly marks = new Map<string, string>();
   private readonly deliveries = new Map<string, DeliveryRecord[]>();
@@ -397,7 +417,7 @@ export class MemoryOutbox implements OutboxStore {
       let list = this.byUser.get(userId);
       if (!list) this.byUser.set(userId, (list = []));
       list.push(seq);
-    }
+    } else if (isBoardRun(e)) this.boardRuns.push(seq);
   }
 
   /** Sets (or with null clears) a user's due instant. Synchronous: part of a commit. */
@@ -415,14 +435,31 @@ export class MemoryOutbox implements OutboxStore {
     this.heap.push({ ms, userId });
   }
 
-  /** Forgets everything about a user: their events and due instant. Synchronous: part of an erasure. */
-  eraseUser(userId: string): void {
+  /**
+   * Forgets everything about a user: their events, their due instant, their place in the rankings of board-run
+   * events (each such event is kept without the user's entry; the others' entries as they were) and the marks
+   * of `leaderboard.changed` that name them (the next sweep compares with nothing and sends the rankings
+   * again) when `fromRuns` (an erasure; a reset keeps them: the user goes on under the id). Synchronous: part
+   * of an erasure.
+   */
+  eraseUser(userId: string, fromRuns: boolean): void {
     for (const seq of this.byUser.get(userId) ?? []) {
       const i = seq - this.base;
       if (i >= 0 && i < this.log.length) this.log[i] = null;
     }
     this.byUser.delete(userId);
     this.due.delete(userId);
+    if (!fromRuns) return;
+    for (const seq of this.boardRuns) {
+      const i = seq - this.base;
+      const e = i >= 0 && i < this.log.length ? this.log[i] : null;
+      if (e && !(e instanceof KeptEvent)) {
+        const without = withoutRanking(e, userId);
+        if (without !== e) this.log[i] = without;
+      }
+    }
+    const named = JSON.stringify(userId);
+    for (const [mark, value] of this.marks) if (mark.startsWith(CHANGED_MARK) && value.includes(named)) this.marks.delete(mark);
   }
 
   private seqOf(after: string | undefined): number {
@@ -523,6 +560,7 @@ export class MemoryOutbox implements OutboxStore {
     if (i > 0) {
       this.log = this.log.slice(i);
       this.base += i;
+      this.boardRuns = this.boardRuns.filter((seq) => seq >= this.base);
     }
     // Delivery outcomes dated before the cutoff, oldest first, at most `limit` (as the PostgreSQL store).
     // Equal instants in the order recorded (`n`, as the PostgreSQL store's seq).

@@ -339,7 +339,10 @@ export interface Store extends Partial<OutboxStore> {
    * - remove every runtime boost of the user (`listBoosts` and `getBoost` no longer show them; a reset too).
    * - with an outbox ({@link OutboxStore}): remove every change event about the user (`userId`), delivered or
    *   not, and their due instant (a reset then sets the due instant `reset.due`, when given); a reset
-   *   appends `reset.changes` as a commit would.
+   *   appends `reset.changes` as a commit would. An erasure (not a reset) also removes the user's entries
+   *   (`userId`) from `payload.leaderboard.rankings` of the events of no user of types `leaderboard.started`,
+   *   `leaderboard.finished` and `leaderboard.changed` (the other entries as they were) and forgets the
+   *   marks whose name starts with `leaderboard.changed|` and whose value holds the user's id as JSON text.
    * Whatever else a store keeps per user in the future MUST be removed here too.
    */
   eraseUser(erasure: Erasure): Promise<ErasureResult>;

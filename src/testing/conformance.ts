@@ -1154,6 +1154,40 @@ function outboxChecks(): ConformanceCheck[] {
       },
     },
     {
+      name: 'outbox (OutboxStore): an erasure takes the user out of the rankings of board-run events and forgets the leaderboard.changed marks that name them; a reset keeps both',
+      async run(store, context) {
+        const outbox = outboxOf(store);
+        if (!outbox) return context.skip('the store keeps no outbox (OutboxStore is optional)');
+        const entry = (userId: string, rank: number) => ({ userId, userName: `${userId} name`, rank, value: 10 - rank });
+        const run = (id: string, type: ChangeEvent['type'], rankings: unknown[]): ChangeEvent => ({ id, type, userId: null, at: '2026-03-02T01:00:00.000Z', payload: { type, leaderboard: { key: 'weekly', run: { start: '2026-03-02', end: '2026-03-08' }, rankings } } });
+        for (const id of ['gone', 'stay', 'reset']) await store.commit(commitOf(id, 0));
+        const all = [entry('gone', 1), entry('stay', 2), entry('reset', 3)];
+        await outbox.appendChanges({ mark: 'leaderboard.runs|weekly', expected: null, value: '{"last":"2026-03-02","open":["2026-03-02"]}', changes: [run('b1', 'leaderboard.started', all)] });
+        const fingerprint = JSON.stringify(all.map((r) => [r.userId, r.rank, r.value]));
+        await outbox.appendChanges({ mark: 'leaderboard.changed|weekly|2026-03-02', expected: null, value: `1|${fingerprint}`, changes: [run('b2', 'leaderboard.changed', all)] });
+        await outbox.appendChanges({ mark: 'leaderboard.changed|other|2026-03-02', expected: null, value: `1|${JSON.stringify([['stay', 1, 5]])}`, changes: [run('b3', 'leaderboard.finished', [entry('stay', 1)])] });
+        // Another type of an event of no user is left as it is, whatever it holds.
+        await outbox.appendChanges({ mark: 'points.boost_started|x', expected: null, value: 'gone', changes: [{ ...change('b4', null), payload: { type: 'points.changed', rankings: [entry('gone', 1)] } }] });
+        await store.eraseUser({ userId: 'reset', expectedVersion: 1, counters: {}, reset: { state: sampleState('reset'), ledger: [], leaderboard: [] } });
+        await store.eraseUser({ userId: 'gone', expectedVersion: 1, counters: { users: -1 } });
+        const events = await readAllChanges(outbox, 100);
+        equal(idsOf(events), ['b1', 'b2', 'b3', 'b4'], 'the board-run events stay');
+        // Each entry as [userId, userName, rank, value] (a store may give a payload's keys in another order).
+        type Entry = { userId: string; userName: string; rank: number; value: number };
+        const tuples = (list: unknown) => (Array.isArray(list) ? (list as Entry[]).map((r) => [r.userId, r.userName, r.rank, r.value]) : list);
+        const rankingsOf = (id: string) => tuples((events.find((e) => e.id === id)?.payload as { leaderboard?: { rankings?: unknown } }).leaderboard?.rankings ?? null);
+        equal(rankingsOf('b1'), tuples([entry('stay', 2), entry('reset', 3)]), 'started: without the erased user, the others as they were, a reset user kept');
+        equal(rankingsOf('b2'), tuples([entry('stay', 2), entry('reset', 3)]), 'changed: the same');
+        equal(rankingsOf('b3'), tuples([entry('stay', 1)]), 'an event not naming the user as it was');
+        equal(tuples((events.find((e) => e.id === 'b4')?.payload as { rankings?: unknown }).rankings), tuples([entry('gone', 1)]), 'another type as it was');
+        equal(
+          await outbox.getMarks(['leaderboard.runs|weekly', 'leaderboard.changed|weekly|2026-03-02', 'leaderboard.changed|other|2026-03-02', 'points.boost_started|x']),
+          { 'leaderboard.runs|weekly': '{"last":"2026-03-02","open":["2026-03-02"]}', 'leaderboard.changed|other|2026-03-02': `1|${JSON.stringify([['stay', 1, 5]])}`, 'points.boost_started|x': 'gone' },
+          'the leaderboard.changed mark naming the user is forgotten, the others kept',
+        );
+      },
+    },
+    {
       name: 'outbox (OutboxStore): pruneChanges removes the oldest events in commit order up to the first newer one, and old delivery outcomes; delivery outcomes read back newest first',
       async run(store, context) {
         const outbox = outboxOf(store);
