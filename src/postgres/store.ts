@@ -605,6 +605,9 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     // Erasing an absent user (version 0) writes nothing; nor does an erasure of a version that was not there.
     if (e.expectedVersion === 0 || commitBefore === undefined) return [false];
     const row = (await q.query(`SELECT version, commit_id FROM ${t('users')} WHERE tenant = $2 AND user_id = $1`, [e.userId, tenant])).rows[0];
+    // An erasure whose user is gone went through (only an erasure removes the row; one that another call made
+    // at the same version left the same store behind, and one at a later version erased the user all the same).
+    if (row === undefined && !e.reset) return [true];
     const same = row !== undefined && num(row.version) === e.expectedVersion && ((row.commit_id as string | null) ?? null) === commitBefore;
     return [same ? false : null];
   }
@@ -1139,14 +1142,31 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         try {
           // The commit that wrote the user's row at the version read (each version is written by one commit): should
           // the erasure's answer be lost, it tells a user the erasure never reached from one created again since.
-          const before = erasure.expectedVersion === 0 ? null : await read((q) => q.query(`SELECT commit_id FROM ${t('users')} WHERE tenant = $2 AND user_id = $1 AND version = $3`, [erasure.userId, tenant, erasure.expectedVersion]));
+          // With it, the indexes the user has an entry, rank history or a removed entry in at that version (as
+          // erase_user lists them): only the user's own commits change those, and each changes the version, so
+          // an erasure that applies at that version takes the user out of exactly these. Should its answer be
+          // lost, they are still known (an external rank index must forget the user there).
+          const before = erasure.expectedVersion === 0
+            ? null
+            : await read((q) =>
+                q.query(
+                  `SELECT u.commit_id, (SELECT coalesce(array_agg(DISTINCT s.i ORDER BY s.i), '{}') FROM (
+                     SELECT x.idx FROM ${t('entries')} x WHERE x.tenant = $2 AND x.user_id = $1
+                     UNION ALL SELECT x.idx FROM ${t('rank_history')} x WHERE x.tenant = $2 AND x.user_id = $1
+                     UNION ALL SELECT x.idx FROM ${t('entry_removals')} x WHERE x.tenant = $2 AND x.user_id = $1) AS s(i)) AS idxs
+                   FROM ${t('users')} u WHERE u.tenant = $2 AND u.user_id = $1 AND u.version = $3`,
+                  [erasure.userId, tenant, erasure.expectedVersion],
+                ),
+              );
           const commitBefore = before?.rows[0] === undefined ? undefined : ((before.rows[0].commit_id as string | null) ?? null);
           // As a commit: an answer lost without the server's verdict is read back, not taken for a failure.
           const ran = await runCommitStatement('eraseUser', [JSON.stringify({ ...erasure, reset, date }), token, sqlRanks, tenant], (q) => erasureReadBack(q, erasure, token, tenant, commitBefore), ERASE_USER);
           if ('applied' in ran) {
-            throw new StorageUnavailableError(`PostgreSQL store: eraseUser committed, but its answer was lost (the indexes the user was taken out of are not known)`, { committed: 'unknown' });
-          }
-          raw = ran.rows[0]?.r;
+            // Applied (read back): at the version read above, so with the indexes read with it.
+            const held = before?.rows[0]?.idxs;
+            if (!Array.isArray(held)) throw new StorageUnavailableError(`PostgreSQL store: eraseUser committed, but its answer was lost (the indexes the user was taken out of are not known)`, { committed: 'unknown' });
+            raw = { erased: true, version: erasure.reset ? erasure.expectedVersion + 1 : 0, indexes: held.map(String) };
+          } else raw = ran.rows[0]?.r;
         } catch (error) {
           if (isSerialization(error)) throw new ConflictError(`Transaction conflict (${String(codeOf(error))}) erasing user ${JSON.stringify(erasure.userId)}.`, { cause: error });
           throw unavailable('eraseUser', error);
