@@ -82,6 +82,9 @@ describe('createApplicationKey', () => {
     expect(() => createApplicationKey('', { secret: SECRET })).toThrow(/userId/);
     expect(() => createApplicationKey('x'.repeat(256), { secret: SECRET })).toThrow(/userId/);
     expect(() => createApplicationKey('ana', { secret: 'short' })).toThrow(/secret/);
+    // A tenant HTTP cannot name: a header value's surrounding whitespace is taken off on the way.
+    for (const tenant of ['acme ', ' acme', '\tacme']) expect(() => createApplicationKey('ana', { secret: SECRET, tenant })).toThrow(/whitespace/);
+    expect(createApplicationKey('ana', { secret: SECRET, tenant: 'a c' }).tenant).toBe('a c');
     expect(() => createHttpHandler(engine, { applicationKeys: { secret: 'short', records: [] } })).toThrow(/secret/);
     expect(() => createHttpHandler(engine, { applicationKeys: { secret: SECRET } })).toThrow(/lookup or records/);
     // Application keys alone are enough to build a handler (an in-memory list here).
