@@ -49,14 +49,15 @@ const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
  * `Store.listUsers` walks them (UTF-16 code-unit order, as the PostgreSQL store's `utf16_hex` writes it).
  * One `SELECT count(*)`.
  */
-export async function countUsers(client: Queryable, schema: string, after?: string): Promise<number> {
+export async function countUsers(client: Queryable, schema: string, after?: string, tenant: string | null = null): Promise<number> {
   if (!SCHEMA_NAME.test(schema)) throw new UsageError(`Invalid schema name: ${JSON.stringify(schema)}`);
   const users = `"${schema}".users`;
   const hex = `"${schema}".utf16_hex`;
+  // The store keeps the default tenant as ''.
   const r =
     after === undefined
-      ? await client.query(`SELECT count(*)::text AS n FROM ${users}`)
-      : await client.query(`SELECT count(*)::text AS n FROM ${users} WHERE ${hex}(user_id) > ${hex}($1::text)`, [after]);
+      ? await client.query(`SELECT count(*)::text AS n FROM ${users} WHERE tenant = $1`, [tenant ?? ''])
+      : await client.query(`SELECT count(*)::text AS n FROM ${users} WHERE tenant = $2 AND ${hex}(user_id) > ${hex}($1::text)`, [after, tenant ?? '']);
   return Number(r.rows[0]?.n ?? 0);
 }
 
@@ -275,6 +276,7 @@ export interface ReplayCliOptions {
   pageSize: number;
   progress: boolean;
   json?: boolean;
+  tenant?: string;
 }
 
 /** The running totals of a replay, kept from its callbacks so an interrupted run can report them too. */
@@ -316,9 +318,10 @@ async function replayCommand(o: ReplayCliOptions): Promise<number> {
   try {
     const store = createPostgresStore({ client: pool, schema: o.schema });
     await checkMigrated(pool, o.schema);
-    const engine = createEngine({ config, store });
+    const root = createEngine({ config, store });
+    const engine = o.tenant === undefined ? root : root.tenant(o.tenant);
     const users = o.users ? [...new Set(o.users)] : undefined;
-    const total = users ? users.length : await countUsers(pool, o.schema, o.after);
+    const total = users ? users.length : await countUsers(pool, o.schema, o.after, o.tenant ?? null);
 
     const tally: Tally = {
       users: 0,
@@ -512,9 +515,9 @@ async function migrateCommand(o: { store: string; schema: string; json?: boolean
 // rebuild-ranks
 
 /** The indexes a schema holds entries for. */
-export async function storeIndexes(client: Queryable, schema: string): Promise<string[]> {
+export async function storeIndexes(client: Queryable, schema: string, tenant: string | null = null): Promise<string[]> {
   if (!SCHEMA_NAME.test(schema)) throw new UsageError(`Invalid schema name: ${JSON.stringify(schema)}`);
-  const r = await client.query(`SELECT DISTINCT idx FROM "${schema}".entries ORDER BY idx`);
+  const r = await client.query(`SELECT DISTINCT idx FROM "${schema}".entries WHERE tenant = $1 ORDER BY idx`, [tenant ?? '']);
   return r.rows.map((row) => String(row.idx));
 }
 
@@ -535,22 +538,37 @@ async function redisIndexes(redis: RedisLike, prefix: string): Promise<string[]>
   return [...out];
 }
 
-async function rebuildRanksCommand(o: { store: string; redis: string; schema: string; prefix: string; index: string[]; json?: boolean }): Promise<number> {
+/** Options of `laurel rebuild-ranks`. */
+interface RebuildRanksOptions {
+  store: string;
+  redis: string;
+  schema: string;
+  prefix: string;
+  index: string[];
+  json?: boolean;
+  tenant?: string;
+}
+
+async function rebuildRanksCommand(o: RebuildRanksOptions): Promise<number> {
   const pool = await openPool(o.store);
   let client: Awaited<ReturnType<typeof openRedis>> | null = null;
   try {
     client = await openRedis(o.redis);
     const { redis } = client;
-    const store = createPostgresStore({ client: pool, schema: o.schema });
+    const root = createPostgresStore({ client: pool, schema: o.schema });
     await checkMigrated(pool, o.schema);
-    const rankIndex = createRedisRankIndex({ redis, prefix: o.prefix, timeoutMs: 10_000 });
+    const rootIndex = createRedisRankIndex({ redis, prefix: o.prefix, timeoutMs: 10_000 });
+    // A tenant's store and index (its keys under `{prefix}t:<tenant, URI-encoded>:`, see createRedisRankIndex).
+    const store = o.tenant === undefined ? root : root.tenant(o.tenant);
+    const rankIndex = o.tenant === undefined ? rootIndex : (rootIndex.tenant as (id: string) => typeof rootIndex)(o.tenant);
+    const keyPrefix = o.tenant === undefined ? o.prefix : `${o.prefix}t:${encodeURIComponent(o.tenant)}:`;
     const started = performance.now();
     // Every index either side holds: one PostgreSQL no longer has (its last entries were removed while Redis
     // was away) is emptied in Redis.
     const indexes =
       o.index.length > 0
         ? o.index
-        : [...new Set([...(await storeIndexes(pool, o.schema)), ...(await withTimeout(redisIndexes(redis, o.prefix), 30_000, 'listing the Redis indexes', client.lastError))])].sort();
+        : [...new Set([...(await storeIndexes(pool, o.schema, o.tenant ?? null)), ...(await withTimeout(redisIndexes(redis, keyPrefix), 30_000, 'listing the Redis indexes', client.lastError))])].sort();
     const results: { index: string; copied: number; ms: number }[] = [];
     for (const index of indexes) {
       const t0 = performance.now();
@@ -560,8 +578,8 @@ async function rebuildRanksCommand(o: { store: string; redis: string; schema: st
     }
     const elapsed = performance.now() - started;
     const copied = results.reduce((a, r) => a + r.copied, 0);
-    if (o.json) process.stdout.write(`${JSON.stringify({ schema: o.schema, prefix: o.prefix, indexes: results.map((r) => ({ index: r.index, copied: r.copied })), copied, elapsedMs: Math.round(elapsed) }, null, 2)}\n`);
-    else process.stdout.write(`Rebuilt ${results.length} index${results.length === 1 ? '' : 'es'} (${formatNumber(copied)} entries) from schema "${o.schema}" into Redis prefix "${o.prefix}" in ${formatSeconds(elapsed)}.\n`);
+    if (o.json) process.stdout.write(`${JSON.stringify({ schema: o.schema, prefix: o.prefix, ...(o.tenant === undefined ? {} : { tenant: o.tenant }), indexes: results.map((r) => ({ index: r.index, copied: r.copied })), copied, elapsedMs: Math.round(elapsed) }, null, 2)}\n`);
+    else process.stdout.write(`Rebuilt ${results.length} index${results.length === 1 ? '' : 'es'} (${formatNumber(copied)} entries) from schema "${o.schema}"${o.tenant === undefined ? '' : ` (tenant ${JSON.stringify(o.tenant)})`} into Redis prefix "${o.prefix}" in ${formatSeconds(elapsed)}.\n`);
     return EXIT_OK;
   } finally {
     if (client) await client.redis.quit().catch(() => client?.redis.disconnect());
@@ -593,6 +611,11 @@ function version(): string {
 }
 
 const storeOption = () => new Option('--store <postgres-url>', 'PostgreSQL connection URL (postgres://user:pass@host:5432/db)').argParser(validatePgUrl).makeOptionMandatory();
+const tenantOption = () =>
+  new Option('--tenant <id>', 'only this tenant (engine.tenant(id)); default: the default tenant').argParser((v) => {
+    if (v.length === 0 || v.length > 255) throw new InvalidArgumentError('1 to 255 characters');
+    return v;
+  });
 const schemaOption = () => new Option('--schema <name>', "schema holding Laurel's tables").default('laurel').argParser(validateSchema);
 
 /** The `laurel` program. Actions store their exit code in `result.code`. */
@@ -627,6 +650,7 @@ export function buildProgram(result: { code: number }): Command {
     )
     .option('--no-progress', 'no progress bar (it is drawn on stderr; a line every 10 s when stderr is not a terminal)')
     .option('--json', 'print the summary as JSON')
+    .addOption(tenantOption())
     .addHelpText(
       'after',
       [
@@ -664,7 +688,8 @@ export function buildProgram(result: { code: number }): Command {
     .option('--prefix <prefix>', 'key prefix of the Redis rank index', 'laurel:')
     .option('--index <name>', 'only this index (repeatable); default: every index PostgreSQL or Redis holds', collect, [])
     .option('--json', 'print the result as JSON')
-    .action(async (opts: { store: string; redis: string; schema: string; prefix: string; index: string[]; json?: boolean }) => {
+    .addOption(tenantOption())
+    .action(async (opts: RebuildRanksOptions) => {
       result.code = await rebuildRanksCommand(opts);
     });
 

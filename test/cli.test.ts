@@ -201,6 +201,22 @@ describe.skipIf(!built)('laurel CLI (dist/cli.js)', () => {
       expect(await holds('u2')).toBe(true);
     });
 
+    it('--tenant: replay walks that tenant only (its users counted, the others untouched)', async () => {
+      const { schema, store } = await seeded({ d1: 6 });
+      const acme = createEngine({ config: await loadConfig('cli-config-a.mjs', 'default'), store }).tenant('acme');
+      for (const [id, n] of Object.entries({ a1: 6, a2: 5, a3: 1 })) await acme.recordEvent('lessons', { user: { id }, value: n });
+      const args = ['replay', '--config', fixture('cli-config-b.mjs'), '--store', url, '--schema', schema, '--json'];
+      const t = json(await cli([...args, '--tenant', 'acme']));
+      expect(t).toMatchObject({ complete: true, users: 3, changed: 2, failed: 0 });
+      const b = createEngine({ config: await loadConfig('cli-config-b.mjs', 'config'), store });
+      const five = async (e: ReturnType<typeof createEngine>, id: string) => (await e.getUserAchievements(id)).some((x) => x.key === 'five');
+      expect(await five(b.tenant('acme'), 'a1')).toBe(true);
+      // The default tenant's user was not replayed (its achievement is not backdated yet).
+      expect((await store.loadUser('d1'))?.version).toBe(1);
+      expect(json(await cli([...args, '--dry-run']))).toMatchObject({ users: 1, changed: 1 });
+      expect((await cli([...args, '--tenant', ''])).code).toBe(2);
+    });
+
     it.skipIf(!REDIS_URL)('rebuild-ranks copies PostgreSQL entries into Redis (LAUREL_REDIS_URL)', async () => {
       const { schema, store } = await seeded({ r1: 3, r2: 7, r3: 5 });
       const prefix = `${uniq('cli-ranks')}:`;
@@ -214,6 +230,17 @@ describe.skipIf(!built)('laurel CLI (dist/cli.js)', () => {
         const out = JSON.parse(r.stdout) as { indexes: { index: string; copied: number }[]; copied: number };
         expect(out.indexes).toContainEqual({ index: 'lb|top|2020-01-01|', copied: 3 });
         for (const { index: ix } of out.indexes) expect(await index.readRange(ix, 0, 100), ix).toEqual(await store.readRange(ix, 0, 100));
+        expect((await index.readRange('lb|top|2020-01-01|', 0, 10)).map((e) => e.userId)).toEqual(['r2', 'r3', 'r1']);
+        // A tenant's index: its own entries, under its own keys; the default tenant's index as it was.
+        const acme = createEngine({ config: await loadConfig('cli-config-a.mjs', 'default'), store }).tenant('acme');
+        await acme.recordEvent('lessons', { user: { id: 't1' }, value: 4 });
+        await index.tenant!('acme').apply([{ index: 'lb|top|2020-01-01|', userId: 'ghost', value: 99, reachedAt: '2026-01-01T00:00:00.000Z', date: '2026-01-01', version: 1 }]);
+        const t = await cli(['rebuild-ranks', '--store', url, '--redis', REDIS_URL as string, '--schema', schema, '--prefix', prefix, '--tenant', 'acme', '--json']);
+        expect(t.code, t.stderr).toBe(0);
+        const tOut = JSON.parse(t.stdout) as { tenant: string; indexes: { index: string; copied: number }[] };
+        expect(tOut.tenant).toBe('acme');
+        expect(tOut.indexes).toContainEqual({ index: 'lb|top|2020-01-01|', copied: 1 });
+        expect((await index.tenant!('acme').readRange('lb|top|2020-01-01|', 0, 10)).map((e) => [e.userId, e.value])).toEqual([['t1', 4]]);
         expect((await index.readRange('lb|top|2020-01-01|', 0, 10)).map((e) => e.userId)).toEqual(['r2', 'r3', 'r1']);
       } finally {
         await redis.quit();
