@@ -1,7 +1,7 @@
 /**
  * recordEvents edge cases found by a fault fuzz: a batch refused whole (PostgreSQL's serialization failure or
  * deadlock) is redone in input order, as one by one; holes in a sparse input array get a result like any
- * other entry that is not an event.
+ * other entry that is not an event; a failed load gives each event its result.
  */
 import { expect, it } from 'vitest';
 import { boardIndex, ConflictError, createEngine, defineConfig, type BatchEvent, type Store } from '../src/index.js';
@@ -66,4 +66,29 @@ it('holes in a sparse input array are refused like any entry that is not an even
     expect(r).toEqual(refusedLikeUndefined);
   }
   expect(out[1]?.ok).toBe(true);
+});
+
+it('a batch whose load fails: one result per event, each with the storage error (a bad event keeps its own), nothing written', async () => {
+  // Found by a fault fuzz of batches: the failed load rejected the whole call, so no event had its result.
+  const inner = createMemoryStore() as ReturnType<typeof createMemoryStore> & Required<Pick<Store, 'loadForEvents'>>;
+  let fail = true;
+  const store: Store = {
+    ...inner,
+    loadForEvents: async (users, lookups) => {
+      if (fail) throw new Error('connection reset');
+      return inner.loadForEvents(users, lookups);
+    },
+  };
+  const engine = createEngine({ config, store, clock: () => new Date('2026-01-05T10:00:00Z'), newId: sequentialIds() });
+  const events = [
+    { metricKey: 'lessons', user: { id: 'u1' }, value: 1 },
+    { metricKey: 'nope' as 'lessons', user: { id: 'u2' }, value: 1 },
+    { metricKey: 'lessons', user: { id: 'u3' }, value: 2 },
+  ];
+  const results = await engine.recordEvents(events);
+  expect(results.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual(['STORAGE_UNAVAILABLE', 'NOT_FOUND', 'STORAGE_UNAVAILABLE']);
+  expect(inner.userCount).toBe(0);
+  // Once the store answers again, the same batch goes through.
+  fail = false;
+  expect((await engine.recordEvents(events)).map((r) => (r.ok ? r.response.total : r.error.code))).toEqual([1, 'NOT_FOUND', 2]);
 });

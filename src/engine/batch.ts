@@ -134,7 +134,16 @@ export async function recordBatch(deps: BatchDeps, input: readonly BatchEvent[])
   await runLocked(deps.lock, [...byUser.keys()], async () => {
     const userIds = [...byUser.keys()];
     const lookups = [...byUser.values()].flat().filter((p) => p.event.idempotencyKey !== undefined).map((p) => ({ userId: p.event.user.id, metricKey: p.event.metricKey, key: p.event.idempotencyKey as string }));
-    const loaded = await loadAll(store, userIds, lookups);
+    let loaded: Awaited<ReturnType<typeof loadAll>>;
+    try {
+      loaded = await loadAll(store, userIds, lookups);
+    } catch (error) {
+      if (!isLaurelError(error)) throw error;
+      // The batch's load failed (a storage fault): nothing was read or written, and each event not refused
+      // already fails with it, as one by one each would have.
+      for (const list of byUser.values()) for (const p of list) results[p.at] = { ok: false, error };
+      return;
+    }
     const stored = new Map<string, IdempotencyRecord>();
     loaded.records.forEach((rec) => rec && stored.set(`${rec.userId}\u0000${rec.metricKey}\u0000${rec.key}`, rec));
 
