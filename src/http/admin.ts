@@ -193,7 +193,7 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
   const runtimeBoost = async (s: CompiledPointsSystem, id: string, issues: Issue[]) => {
     try {
       // Checked as the engine checks a boost id (a NUL is a validation error before any read, on every store).
-      validateText(id, ['ids'], 255, { nonEmpty: true });
+      validateText(id, ['id'], 255, { nonEmpty: true });
       const found = await stored('getBoost', () => e.store.getBoost(id));
       if (found && found.pointsSystemKey === s.key) return found;
       issues.push({ id, severity: 'error', message: 'Points boost not found by ID' });
