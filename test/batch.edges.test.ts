@@ -80,7 +80,7 @@ it('a batch whose load fails: one result per event, each with the storage error 
     },
   };
   const engine = createEngine({ config, store, clock: () => new Date('2026-01-05T10:00:00Z'), newId: sequentialIds() });
-  const events = [
+  const events: BatchEvent<'lessons'>[] = [
     { metricKey: 'lessons', user: { id: 'u1' }, value: 1 },
     { metricKey: 'nope' as 'lessons', user: { id: 'u2' }, value: 1 },
     { metricKey: 'lessons', user: { id: 'u3' }, value: 2 },
