@@ -387,6 +387,12 @@ describe('the admin API subset, with the spec\'s examples, answers documented st
       expect(validate(body), op).toBe(true);
       expect((body as { error: string }).error).toContain('Configuration is code in Laurel');
     }
+    // A method no route serves: 405 whose `Allow` names only what is served (the writes above answer 405 too).
+    for (const path of ['/metrics', '/points/{systemId}/levels', '/leaderboards']) {
+      const res = await send(`PUT ${path}`, { params: { systemId } });
+      expect(res.status, path).toBe(405);
+      expect(res.headers.get('allow'), path).toBe('GET');
+    }
   });
 
   it('401 without or with a wrong key on every served operation; 404 for the operations not served and outside the base path', async () => {

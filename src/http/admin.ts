@@ -37,6 +37,8 @@ export interface AdminRoute {
   method: string;
   pattern: string[];
   errors?: readonly number[];
+  /** A method served only to answer 405 (a configuration write): left out of the `Allow` of other 405s. */
+  refused?: true;
   run: (ctx: AdminContext) => Promise<Response>;
 }
 
@@ -214,7 +216,7 @@ export function adminRoutes(e: Engine<LaurelConfig>): AdminRoute[] {
   const get = (pattern: string[], item: (params: Record<string, string>) => unknown | Promise<unknown>): AdminRoute => ({ method: 'GET', pattern, errors: [401, 404, 422], run: async ({ params }) => json(200, await item(params)) });
   /** 405 for a configuration write (`Allow: GET`). */
   const configurationWrites = (pattern: string[], what: string): AdminRoute[] =>
-    ['POST', 'PATCH', 'DELETE'].map((method) => ({ method, pattern, run: async () => json(405, { error: `${CONFIGURATION_IS_CODE} ${what}` }, { allow: 'GET' }) }));
+    ['POST', 'PATCH', 'DELETE'].map((method) => ({ method, pattern, refused: true, run: async () => json(405, { error: `${CONFIGURATION_IS_CODE} ${what}` }, { allow: 'GET' }) }));
 
   const levelsOf = (params: Record<string, string>) => systemOf(params.systemId as string).levels;
   const triggersOf = (params: Record<string, string>) => systemOf(params.systemId as string).triggers;

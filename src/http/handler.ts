@@ -94,7 +94,7 @@ type Access = 'public' | 'path' | 'body' | 'body.user' | 'userIds';
  * OpenAPI description (application.json 1.21.1); any other 4xx is answered as the nearest documented one
  * (see {@link documentedStatus}). Default: 401, 404 and 422. `user`: see {@link Access}.
  */
-type Route = { method: string; pattern: string[]; errors?: readonly number[]; user?: Access; run: (ctx: Context) => Promise<Response> };
+type Route = { method: string; pattern: string[]; errors?: readonly number[]; user?: Access; refused?: true; run: (ctx: Context) => Promise<Response> };
 
 const DEFAULT_ERRORS: readonly number[] = [401, 404, 422];
 
@@ -577,7 +577,8 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
         const { allowed, params } = match(segments ?? raw, isAdmin ? a.admin : a.routes);
         if (allowed.length === 0) throw new HttpError(404, `No route for ${request.method} ${url.pathname}`);
         const i = allowed.findIndex((r) => r.method === request.method);
-        if (i < 0) throw new HttpError(405, `Method ${request.method} not allowed`, { allow: [...new Set(allowed.map((r) => r.method))].join(', ') });
+        // `Allow` lists the methods served (not those that only answer 405, as configuration writes do).
+        if (i < 0) throw new HttpError(405, `Method ${request.method} not allowed`, { allow: [...new Set(allowed.filter((r) => r.refused !== true).map((r) => r.method))].join(', ') });
         return { route: allowed[i] as Route, params: params[i] as Params };
       };
       if (segments === null) {
