@@ -294,7 +294,9 @@ function touchedBoards(step: Step, metricKey: string | null, streakChanged: bool
     if (one === undefined) one = list;
     else (lists ??= [one]).push(list);
   }
-  if (streakChanged && sources.streak) {
+  // A streak board also when the user, with a streak going, has no entry there yet (a board added to the
+  // configuration since): it holds the length set at the user's last call, whatever that call was.
+  if (sources.streak && (streakChanged || ((step.state.streak?.length ?? 0) > 0 && sources.streak.some((b) => own(step.state.leaderboards, b.key) === undefined)))) {
     if (one === undefined) one = sources.streak;
     else (lists ??= [one]).push(sources.streak);
   }
