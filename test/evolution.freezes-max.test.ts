@@ -61,3 +61,25 @@ it('property: whatever the freezes a state holds, a call under a configuration l
     { numRuns: 200 },
   );
 });
+
+onEachStore('a lowered freezes.max and the change events', (kind) => {
+  it('a freeze earned in the call that brings the user down is announced (counted from the lowered count)', async () => {
+    // Found by a streak fuzz: `earned` was counted from the stored count above the maximum, so it came out
+    // at or below 0 and no `streak.freeze_earned` was sent.
+    const store = await freshStore(kind);
+    const freezes = (max: number) => defineConfig({ timeZone: 'UTC', metrics: [{ key: 'a', name: 'A' }], streak: { frequency: 'daily', freezes: { initial: Math.min(3, max), max, autoEarn: { everyDays: 2, amount: 1 } } } });
+    const t = setupWith(store, freezes(3), '2026-03-02T10:00:00Z');
+    await t.engine.recordEvent('a', { user: { id: 'u' }, value: 1 });
+    const seen = (await store.readChanges!({ limit: 1000 })).events.length;
+    // Max 1: 3 -> 1 first; 03-03 missed uses it (0); the grant of 03-04 gives one (1).
+    t.set('2026-03-04T10:00:00Z');
+    const lowered = createEngine({ config: freezes(1), store, clock: t.now, newId: sequentialIds('n') });
+    expect((await lowered.recordEvent('a', { user: { id: 'u' }, value: 1 })).currentStreak.freezes).toBe(1);
+    const events = (await store.readChanges!({ limit: 1000 })).events.slice(seen).filter((e) => e.type.startsWith('streak.freeze'));
+    expect(events.map((e) => [e.type, e.at, (e.payload as { earned?: number; consumed?: number; freezes: number }).freezes])).toEqual([
+      ['streak.freeze_earned', '2026-03-04T00:00:00.000Z', 1],
+      ['streak.freeze_consumed', '2026-03-04T00:00:00.000Z', 1],
+    ]);
+    expect((events[0]?.payload as { earned: number }).earned).toBe(1);
+  });
+});

@@ -299,8 +299,11 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
       found.emit('streak.lost', isoOf(dayStart(addDays(periodEndOf(lost.period, sc.frequency), 1), tz)), { type: 'streak.lost', user: found.wired(), length: lost.length });
     }
     const consumed = frozen === null ? 0 : frozen.length;
-    // A new user's initial freezes are not earned: they start with them.
-    const earned = bs ? as.freezes - bs.freezes + consumed : 0;
+    // A new user's initial freezes are not earned: they start with them. Counted from what the user held as the
+    // call began: a lowered `freezes.max` brings a count above it down first (core/streaks.ts), with no event.
+    const max = sc.freezes?.max;
+    const held = bs ? (max !== undefined && bs.freezes > max ? max : bs.freezes) : 0;
+    const earned = bs ? as.freezes - held + consumed : 0;
     if (earned > 0) {
       // Auto-earned freezes fall due at the start of the day they were earned; granted ones when granted.
       const auto = sc.freezes?.autoEarn;
