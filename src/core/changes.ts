@@ -257,6 +257,7 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
   // One pass over the commit's rows: freezes used, operations, the last event (each collection made only when
   // needed: most commits have none). Points rows are read per system below.
   let frozen: LedgerRow[] | null = null;
+  let extendedHere = false;
   let granted = false;
   let activeNow: string | null = null;
   const rows = effects.ledger;
@@ -266,6 +267,8 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
       if (activeNow === null || r.at > activeNow) activeNow = r.at;
     } else if (r.kind === 'streak') {
       if ((r.data as StreakPeriodRow | null)?.usedFreeze === true) (frozen ??= []).push(r);
+      // A period that extended the streak (its row adds one to the length).
+      else if (r.delta > 0) extendedHere = true;
     } else if (r.kind === 'operation') {
       const op = (r.data as OperationRowData | null)?.op;
       if (op === 'grantFreezes') granted = true;
@@ -315,7 +318,9 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
       found.emit('streak.freeze_earned', at, { type: 'streak.freeze_earned', user: found.wired(), earned, freezes: as.freezes });
     }
     if (consumed > 0) found.emit('streak.freeze_consumed', ((frozen as LedgerRow[])[consumed - 1] as LedgerRow).at, { type: 'streak.freeze_consumed', user: found.wired(), consumed, freezes: as.freezes });
-    if (as.length > 0 && as.lastExtendedAt !== null && as.lastExtendedAt !== (bs?.lastExtendedAt ?? null)) {
+    // Extended by this commit: a new instant of extension, or (two extensions at one instant, the user's zone
+    // moved east between them) a period row that extended it.
+    if (as.length > 0 && as.lastExtendedAt !== null && (as.lastExtendedAt !== (bs?.lastExtendedAt ?? null) || extendedHere)) {
       const fresh = !bs || bs.length === 0 || streakLostNow || bs.started !== as.started;
       if (fresh || as.length > bs.length) {
         const type = fresh ? 'streak.started' : 'streak.extended';

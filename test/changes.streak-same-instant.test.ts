@@ -1,0 +1,28 @@
+/**
+ * Two extensions of a streak at one instant (the user's zone moved east between the calls, so the second
+ * counts the next day) each send theirs: `streak.started`, then `streak.extended` (docs/rules.md, section 15).
+ * The second sent none: a commit was taken for an extension only when the instant of the last extension
+ * changed. Found by a streak fuzz against a day-by-day model.
+ */
+import { expect, it } from 'vitest';
+import { createEngine, defineConfig } from '../src/index.js';
+import { createMemoryStore } from '../src/memory.js';
+
+it('the second extension at the same instant sends streak.extended', async () => {
+  const engine = createEngine({
+    config: defineConfig({ metrics: [{ key: 'a', name: 'A' }], streak: { frequency: 'daily' } }),
+    store: createMemoryStore(),
+    clock: () => new Date('2026-03-23T23:00:00Z'), // 03-23 in UTC, 03-24 12:45 in Pacific/Chatham
+  });
+  const first = await engine.recordEvent('a', { user: { id: 'u', tz: 'UTC' }, value: 1 });
+  const second = await engine.recordEvent('a', { user: { id: 'u', tz: 'Pacific/Chatham' }, value: 1 });
+  expect([first.currentStreak.length, second.currentStreak.length]).toEqual([1, 2]);
+  const streak = (await engine.readChanges({ limit: 100 })).events.filter((e) => e.type.startsWith('streak.'));
+  expect(streak.map((e) => [e.type, e.at, (e.payload as { streak: { length: number } }).streak.length])).toEqual([
+    ['streak.started', '2026-03-23T23:00:00.000Z', 1],
+    ['streak.extended', '2026-03-23T23:00:00.000Z', 2],
+  ]);
+  // A third call the same day changes nothing: no event.
+  await engine.recordEvent('a', { user: { id: 'u' }, value: 1 });
+  expect((await engine.readChanges({ limit: 100 })).events.filter((e) => e.type.startsWith('streak.'))).toHaveLength(2);
+});
