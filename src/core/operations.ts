@@ -291,6 +291,7 @@ function restoreStreak(step: Step): RestoreStreakResult {
   }
   const s = ownStreak(step);
   const current = periodStartOf(step.today, sc.frequency, step.cfg.weekStartsOn);
+  step.streakRestored = { lost: lost.length, since: s.length };
   if (s.length > 0) {
     // A streak begun since the loss continues the restored one, as if the streak had never been lost.
     s.length += lost.length;

@@ -469,14 +469,21 @@ export function awardMetricTriggers(step: Step, system: CompiledPointsSystem, me
   }
 }
 
-/** Streak triggers: each time the streak length reaches a multiple of the threshold. */
+/**
+ * Streak triggers: each time the streak length reaches a multiple of the threshold. A restored streak
+ * (`restoreStreak`) is paid what one streak that had never been lost would have been paid by its length,
+ * less what the lost streak and the streak begun since were paid as they grew (each its own multiples).
+ */
 export function awardStreakTriggers(step: Step, system: CompiledPointsSystem): void {
-  if (!step.streakExtended) return;
+  const restored = step.streakRestored;
+  if (!step.streakExtended && restored === null) return;
   const length = step.state.streak?.length ?? 0;
   for (const t of system.streakTriggers) {
-    if (t.type !== 'streak' || length % t.streakLengthThreshold !== 0) continue;
-    if (!matchesFilter(t.userAttributes, step.state.user.attributes)) continue;
-    award(step, system, t, t.points, step.now, t.blockIfOutOfPoints === true);
+    if (t.type !== 'streak') continue;
+    const every = t.streakLengthThreshold;
+    const times = restored === null ? (length % every === 0 ? 1 : 0) : Math.floor(length / every) - Math.floor(restored.lost / every) - Math.floor(restored.since / every);
+    if (times <= 0 || !matchesFilter(t.userAttributes, step.state.user.attributes)) continue;
+    award(step, system, t, t.points * times, step.now, t.blockIfOutOfPoints === true);
   }
 }
 

@@ -32,6 +32,12 @@ export interface Step {
   /** Streak length before this call's lazy maintenance; used to see whether it changed. */
   streakLengthBefore: number;
   streakExtended: boolean;
+  /**
+   * A `restoreStreak` of this call: the lost streak's length and that of the streak begun since (0 when none),
+   * whose sum is the restored length (streak triggers pay what one streak of that length would have been
+   * paid beyond what the two were; see points.ts).
+   */
+  streakRestored: { lost: number; since: number } | null;
   /** The user's zone for this call (latest valid tz, else the config's). */
   tz: string;
   today: LocalDate;
@@ -114,6 +120,7 @@ export function createStep(cfg: LaurelConfig, base: UserState, now: Date, newId:
     unlocked: [],
     streakLengthBefore: state.streak?.length ?? 0,
     streakExtended: false,
+    streakRestored: null,
     tz,
     today: localDateOf(now, tz),
     dates: null,
