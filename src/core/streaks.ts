@@ -152,15 +152,17 @@ export function recordStreakProgress(step: Step, metricKey: string, value: numbe
     step.owned.add(s.sums);
     s.qualified = false;
   }
+  // The period's sum of a metric the rule in force counts, or that a user's own rule may count (the
+  // configuration's customization lists it): a rule changed mid-period counts the period's sums so far.
+  const custom = cfg.customization;
+  if ((metrics !== null && metrics !== undefined && metrics.some((m) => m.key === metricKey)) || (custom !== null && custom.metrics.includes(metricKey))) {
+    s = ownStreak(step);
+    s.sums[metricKey] = addExact(own(s.sums, metricKey) ?? 0, value);
+  }
   let qualifies: boolean;
   if (!metrics) {
     qualifies = value > 0;
   } else {
-    const watched = metrics.find((m) => m.key === metricKey);
-    if (watched) {
-      s = ownStreak(step);
-      s.sums[metricKey] = addExact(own(s.sums, metricKey) ?? 0, value);
-    }
     const sums = s.sums;
     const met = (m: { key: string; threshold: number }) => (own(sums, m.key) ?? 0) >= m.threshold;
     qualifies = mode === 'all' ? metrics.every(met) : metrics.some(met);
