@@ -203,3 +203,27 @@ export function floorDivideExact(a: number, b: number): number {
   }
   return floorDivideDecimal(a, b);
 }
+
+/**
+ * The exact product of `factors` (each as written: 1.15 is 115/100, not the nearest double), rounded to a whole
+ * number: `down` (towards -infinity), `up` (towards +infinity) or `nearest` (halves up, as `Math.round`). A
+ * boosted award rounds the exact product of its points and multipliers: 50 x 1.15 is 57.5, which rounds to 58
+ * (the doubles' product is 57.49999999999999).
+ */
+export function multiplyRounded(factors: readonly number[], rounding: 'up' | 'down' | 'nearest'): number {
+  let m = 1n;
+  let s = 0;
+  for (const f of factors) {
+    const p = parse(f);
+    m *= p.m;
+    s += p.s;
+  }
+  if (s === 0) return Number(m);
+  const d = 10n ** BigInt(s);
+  // BigInt division truncates towards zero; the remainder has the dividend's sign.
+  let q = m / d;
+  const r = m % d;
+  if (r > 0n && (rounding === 'up' || (rounding === 'nearest' && 2n * r >= d))) q += 1n;
+  if (r < 0n && (rounding === 'down' || (rounding === 'nearest' && -2n * r > d))) q -= 1n;
+  return Number(q);
+}

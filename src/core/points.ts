@@ -5,7 +5,7 @@
 import type { CompiledLevel, CompiledPointsSystem, CompiledTrigger, LaurelConfig } from '../config/define.js';
 import { InsufficientPointsError } from '../errors.js';
 import { addDays, daysBetween, localDateOf, startOfLocalDate, type LocalDate } from './calendar.js';
-import { addExact, floorDivideExact, MAX_EXACT } from './decimal.js';
+import { addExact, floorDivideExact, MAX_EXACT, multiplyRounded } from './decimal.js';
 import { activeOn, hasUserBoosts, userBoostsIn } from './boosts.js';
 import { stableId } from './ids.js';
 import { instantMs, isoOf } from './instants.js';
@@ -86,11 +86,12 @@ function boosted(step: Step, system: CompiledPointsSystem, raw: number, at: Date
   // The user's own boosts (createBoost) after the configured ones, in creation order; their key is their id.
   for (const b of userBoostsIn(step.state, system.key)) if (activeOn(b, date)) active.push({ id: b.id, key: b.id, name: b.name, multiplier: b.multiplier, rounding: b.rounding });
   if (active.length === 0) return { amount: raw, boosts: NO_BOOSTS };
-  let amount = raw;
-  for (const b of active) amount *= b.multiplier;
-  // Stacked boosts multiply first and round once; with several rounding modes the first boost's applies.
-  const rounding = active[0]?.rounding ?? 'down';
-  amount = rounding === 'up' ? Math.ceil(amount - 1e-9) : rounding === 'nearest' ? Math.round(amount) : Math.floor(amount + 1e-9);
+  // Stacked boosts multiply first (exactly, as decimals) and round once; with several rounding modes the first
+  // boost's applies.
+  const rounding = (active[0]?.rounding ?? 'down') as 'up' | 'down' | 'nearest';
+  const factors = [raw];
+  for (const b of active) factors.push(b.multiplier);
+  const amount = multiplyRounded(factors, rounding);
   return { amount, boosts: active.map((b) => ({ id: b.id, key: b.key, name: b.name, multiplier: b.multiplier })) };
 }
 
