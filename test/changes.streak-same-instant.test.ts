@@ -26,3 +26,22 @@ it('the second extension at the same instant sends streak.extended', async () =>
   await engine.recordEvent('a', { user: { id: 'u' }, value: 1 });
   expect((await engine.readChanges({ limit: 100 })).events.filter((e) => e.type.startsWith('streak.'))).toHaveLength(2);
 });
+
+it('a changed streak rule recounts the streak with period rows, and sends no streak event for it', async () => {
+  // Found by a review of the fix above: the recount's rows were taken for an extension of the call.
+  const metrics = [{ key: 'a', name: 'A' }, { key: 'b', name: 'B' }];
+  const store = createMemoryStore();
+  let now = new Date('2026-03-02T10:00:00Z');
+  const old = createEngine({ config: defineConfig({ timeZone: 'UTC', metrics, streak: { frequency: 'daily', metrics: [{ key: 'a', threshold: 1 }] } }), store, clock: () => now });
+  await old.recordEvent('b', { user: { id: 'u' }, value: 1 });
+  for (const day of ['03', '04']) {
+    now = new Date(`2026-03-${day}T10:00:00Z`);
+    await old.recordEvent('a', { user: { id: 'u' }, value: 1 });
+  }
+  const seen = (await old.readChanges({ limit: 1000 })).events.length;
+  now = new Date('2026-03-04T12:00:00Z');
+  const changed = createEngine({ config: defineConfig({ timeZone: 'UTC', metrics, streak: { frequency: 'daily' } }), store, clock: () => now });
+  await changed.identifyUser({ id: 'u', name: 'U' });
+  expect((await changed.getStreak('u')).length).toBe(3);
+  expect((await changed.readChanges({ limit: 1000 })).events.slice(seen).filter((e) => e.type.startsWith('streak.'))).toEqual([]);
+});

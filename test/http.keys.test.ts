@@ -85,6 +85,8 @@ describe('createApplicationKey', () => {
     // A tenant HTTP cannot name: a header value's surrounding whitespace is taken off on the way.
     for (const tenant of ['acme ', ' acme', '\tacme']) expect(() => createApplicationKey('ana', { secret: SECRET, tenant })).toThrow(/whitespace/);
     expect(createApplicationKey('ana', { secret: SECRET, tenant: 'a c' }).tenant).toBe('a c');
+    // Only spaces and tabs: HTTP keeps other whitespace (a no-break space) in a header value.
+    expect(createApplicationKey('ana', { secret: SECRET, tenant: 'acme\u00a0' }).tenant).toBe('acme\u00a0');
     expect(() => createHttpHandler(engine, { applicationKeys: { secret: 'short', records: [] } })).toThrow(/secret/);
     expect(() => createHttpHandler(engine, { applicationKeys: { secret: SECRET } })).toThrow(/lookup or records/);
     // Application keys alone are enough to build a handler (an in-memory list here).

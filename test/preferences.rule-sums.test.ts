@@ -28,3 +28,17 @@ it.each([
   expect(second.currentStreak.length).toBe(1);
   expect(second.currentStreak.extended).toBe(metrics !== undefined);
 });
+
+it("back to the configuration's rule (not among the customization's metrics) mid-period: its sums so far count", async () => {
+  // Found by a review of the fix above: only the customization's metrics were kept.
+  const engine = createEngine({
+    config: defineConfig({ metrics: [{ key: 'a', name: 'A' }, { key: 'b', name: 'B' }], streak: { frequency: 'daily', metrics: [{ key: 'a', threshold: 1 }], customization: { metrics: ['b'] } } }),
+    store: createMemoryStore(),
+    clock: () => new Date('2026-03-02T09:00:00Z'),
+  });
+  await engine.identifyUser({ id: 'u' });
+  await engine.updatePreferences('u', { streak: { metrics: [{ key: 'b', threshold: 5 }] } });
+  expect((await engine.recordEvent('a', { user: { id: 'u' }, value: 0.6 })).currentStreak.length).toBe(0);
+  await engine.updatePreferences('u', { streak: { metrics: null } });
+  expect((await engine.recordEvent('a', { user: { id: 'u' }, value: 0.6 })).currentStreak.length).toBe(1);
+});

@@ -18,7 +18,7 @@ import { operationStreak, preferencesView } from './operations.js';
 import { awardOfRow, grantInstant, isAdjustment, levelFor, pushNextGrantInstants, systemView } from './points.js';
 import { isoOf } from './instants.js';
 import { own, userZone, withNotices } from './step.js';
-import { streakView } from './streaks.js';
+import { freezesHeld, streakView } from './streaks.js';
 import type { Award, AwardRow, LeaderboardView, PointsTriggerView, ChangeEvent, ChangeType, CoreContext, Effects, LedgerRow, Notices, NotificationType, OperationRowData, StreakPeriodRow, UserBoost, UserRecord, UserState } from './types.js';
 
 const DAY_MS = 86_400_000;
@@ -304,9 +304,7 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     const consumed = frozen === null ? 0 : frozen.length;
     // A new user's initial freezes are not earned: they start with them. Counted from what the user held as the
     // call began: a lowered `freezes.max` brings a count above it down first (core/streaks.ts), with no event.
-    const max = sc.freezes?.max;
-    const held = bs ? (max !== undefined && bs.freezes > max ? max : bs.freezes) : 0;
-    const earned = bs ? as.freezes - held + consumed : 0;
+    const earned = bs ? as.freezes - freezesHeld(sc, bs.freezes) + consumed : 0;
     if (earned > 0) {
       // Auto-earned freezes fall due at the start of the day they were earned; granted ones when granted.
       const auto = sc.freezes?.autoEarn;
@@ -319,8 +317,9 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     }
     if (consumed > 0) found.emit('streak.freeze_consumed', ((frozen as LedgerRow[])[consumed - 1] as LedgerRow).at, { type: 'streak.freeze_consumed', user: found.wired(), consumed, freezes: as.freezes });
     // Extended by this commit: a new instant of extension, or (two extensions at one instant, the user's zone
-    // moved east between them) a period row that extended it.
-    if (as.length > 0 && as.lastExtendedAt !== null && (as.lastExtendedAt !== (bs?.lastExtendedAt ?? null) || extendedHere)) {
+    // moved east between them) a period row that extended it under the same rules (a changed rule's recount
+    // writes such rows too, and extends nothing).
+    if (as.length > 0 && as.lastExtendedAt !== null && (as.lastExtendedAt !== (bs?.lastExtendedAt ?? null) || (extendedHere && before?.rules === after.rules))) {
       const fresh = !bs || bs.length === 0 || streakLostNow || bs.started !== as.started;
       if (fresh || as.length > bs.length) {
         const type = fresh ? 'streak.started' : 'streak.extended';

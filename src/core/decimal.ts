@@ -211,6 +211,10 @@ export function floorDivideExact(a: number, b: number): number {
  * (the doubles' product is 57.49999999999999).
  */
 export function multiplyRounded(factors: readonly number[], rounding: 'up' | 'down' | 'nearest'): number {
+  // Whole factors (a multiplier of 2 or 3): their product is whole and, below 2^53, exact as a double.
+  let product = 1;
+  for (const f of factors) product = Number.isInteger(f) ? product * f : NaN;
+  if (Number.isSafeInteger(product)) return product;
   let m = 1n;
   let s = 0;
   for (const f of factors) {

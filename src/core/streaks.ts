@@ -41,6 +41,12 @@ export function emptyStreak(streak: CompiledStreak): StreakState {
   };
 }
 
+/** The freezes a user holds under `cfg`: a count above a lowered `freezes.max` is brought down to it. */
+export function freezesHeld(cfg: CompiledStreak, freezes: number): number {
+  const max = cfg.freezes?.max;
+  return max !== undefined && freezes > max ? max : freezes;
+}
+
 /**
  * Brings the streak up to `step.now`: each whole period missed since the last covered one consumes a freeze
  * (earned freezes first, in date order) or breaks the streak. Frozen periods become ledger rows.
@@ -54,8 +60,8 @@ export function advanceStreak(step: Step): void {
     step.owned.add(state.streak).add(state.streak.sums);
   }
   // A lowered `freezes.max` applies from the user's next call (read or write) on, before anything else.
-  const max = cfg.freezes?.max;
-  if (max !== undefined && state.streak.freezes > max) ownStreak(step).freezes = max;
+  const held = freezesHeld(cfg, state.streak.freezes);
+  if (held !== state.streak.freezes) ownStreak(step).freezes = held;
   let s = state.streak;
   const freq = cfg.frequency;
   const current = periodStartOf(step.today, freq, step.cfg.weekStartsOn);
@@ -152,10 +158,13 @@ export function recordStreakProgress(step: Step, metricKey: string, value: numbe
     step.owned.add(s.sums);
     s.qualified = false;
   }
-  // The period's sum of a metric the rule in force counts, or that a user's own rule may count (the
-  // configuration's customization lists it): a rule changed mid-period counts the period's sums so far.
+  // The period's sum of a metric the rule in force counts, or that a rule the user may choose counts (the
+  // configuration's customization lists it, or the configuration's rule): a rule changed mid-period counts
+  // the period's sums so far.
   const custom = cfg.customization;
-  if ((metrics !== null && metrics !== undefined && metrics.some((m) => m.key === metricKey)) || (custom !== null && custom.metrics.includes(metricKey))) {
+  const counted = (list: CompiledStreak['metrics']) => list !== null && list !== undefined && list.some((m) => m.key === metricKey);
+  // (The configuration's own rule too: a user may go back to it.)
+  if (counted(metrics) || (custom !== null && (custom.metrics.includes(metricKey) || counted(cfg.metrics)))) {
     s = ownStreak(step);
     s.sums[metricKey] = addExact(own(s.sums, metricKey) ?? 0, value);
   }

@@ -334,8 +334,6 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       return { ...res, points: await wirePoints(userId, res.points), leaderboards };
     }
 
-    /** A board's status now (`active`, `scheduled`, `finished`, or `inactive` for one switched off). */
-
     const recordEvent = async ({ request, params, body }: Context) => {
       const b = await body();
       const idempotencyKey = request.headers.get('idempotency-key') ?? undefined;
