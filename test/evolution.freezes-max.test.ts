@@ -83,3 +83,22 @@ onEachStore('a lowered freezes.max and the change events', (kind) => {
     expect((events[0]?.payload as { earned: number }).earned).toBe(1);
   });
 });
+
+it('freezes removed from the configuration: kept and hidden, not used; added back, usable again', async () => {
+  // Found by a review: a user's stored freezes went on covering missed periods under a configuration
+  // without freezes (docs/rules.md, section 10: removed parts are kept and hidden).
+  const store = (await import('../src/memory.js')).createMemoryStore();
+  const m = [{ key: 'a', name: 'A' }];
+  const withFreezes = defineConfig({ timeZone: 'UTC', metrics: m, streak: { frequency: 'daily', freezes: { initial: 3, max: 3 } } });
+  const without = defineConfig({ timeZone: 'UTC', metrics: m, streak: { frequency: 'daily' } });
+  let now = new Date('2026-03-02T10:00:00Z');
+  await createEngine({ config: withFreezes, store, clock: () => now }).recordEvent('a', { user: { id: 'u' }, value: 1 });
+  now = new Date('2026-03-05T10:00:00Z'); // 03-03 and 03-04 missed
+  const r = await createEngine({ config: without, store, clock: () => now }).recordEvent('a', { user: { id: 'u' }, value: 1 });
+  expect(r.currentStreak.length).toBe(1);
+  expect(r.currentStreak.freezes).toBeUndefined();
+  // Back with freezes: the three are there, and cover a missed day.
+  now = new Date('2026-03-07T10:00:00Z'); // 03-06 missed
+  const back = await createEngine({ config: withFreezes, store, clock: () => now }).recordEvent('a', { user: { id: 'u' }, value: 1 });
+  expect([back.currentStreak.length, back.currentStreak.freezes]).toEqual([2, 2]);
+});

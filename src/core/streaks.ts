@@ -78,7 +78,7 @@ export function advanceStreak(step: Step): void {
         const at = startOfLocalDate(addDays(end, 1), step.tz).toISOString();
         step.effects.ledger.push({ id: step.newId(), userId: state.user.id, kind: 'streak', key: 'streak', at, delta: 0, total: s.length, data: row });
         p = nextPeriodStart(p, freq);
-      } else if (s.freezes > 0) {
+      } else if (cfg.freezes && s.freezes > 0) {
         s.freezes -= 1;
         s.coveredThrough = p;
         const row: StreakPeriodRow = { periodStart: p, periodEnd: end, length: s.length, usedFreeze: true, rule: step.cfg.rules.streak };
