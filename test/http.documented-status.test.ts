@@ -38,6 +38,10 @@ it('a malformed percent-encoding in the path: the status the operation documents
   }
   // A wrong method is still 405, and a path that names no route 404.
   expect((await send(handler, 'PUT', '/v1/leaderboards/%FF')).status).toBe(405);
+  // A configuration write answers 405 whatever the path's ids (as with a well-formed id).
+  const write = await send(handler, 'POST', '/admin/v1/points/%FF/levels');
+  expect(write.status).toBe(405);
+  expect(write.headers.get('allow')).toBe('GET');
   expect((await send(handler, 'GET', '/v1/nothing/%FF')).status).toBe(404);
 });
 

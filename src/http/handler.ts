@@ -581,9 +581,14 @@ export function createHttpHandler<C extends LaurelConfig>(engine: Engine<C>, opt
       };
       if (segments === null) {
         // A segment whose percent-encoding is malformed: a bad request of the operation its path names (the
-        // route found by the raw segments: literal ones are plain ASCII), answered with a status it documents.
-        errors = routeIn(apiOf(null)).route.errors ?? DEFAULT_ERRORS;
-        throw new HttpError(400, 'Malformed percent-encoding in the path');
+        // route found by the raw segments: literal ones are plain ASCII), answered with a status it documents;
+        // a method that only answers 405 (a configuration write) answers that, whatever the path's ids.
+        const found = routeIn(apiOf(null)).route;
+        if (found.refused !== true) {
+          errors = found.errors ?? DEFAULT_ERRORS;
+          throw new HttpError(400, 'Malformed percent-encoding in the path');
+        }
+        segments = raw;
       }
       let api: Api;
       try {
