@@ -45,3 +45,18 @@ it('a changed streak rule recounts the streak with period rows, and sends no str
   expect((await changed.getStreak('u')).length).toBe(3);
   expect((await changed.readChanges({ limit: 1000 })).events.slice(seen).filter((e) => e.type.startsWith('streak.'))).toEqual([]);
 });
+
+it('streak.freeze_earned is dated at the last grant that added a freeze, not at a later one held at the maximum', async () => {
+  // Found by a streak fuzz: it was dated at the last grant processed (03-07), which added nothing.
+  let now = new Date('2026-03-02T10:00:00Z');
+  const engine = createEngine({
+    config: defineConfig({ timeZone: 'UTC', metrics: [{ key: 'a', name: 'A' }], streak: { frequency: 'daily', freezes: { initial: 0, max: 1, autoEarn: { everyDays: 1, amount: 1 } } } }),
+    store: createMemoryStore(),
+    clock: () => now,
+  });
+  await engine.identifyUser({ id: 'u' });
+  now = new Date('2026-03-07T10:00:00Z');
+  await engine.identifyUser({ id: 'u' });
+  const earned = (await engine.readChanges({ limit: 100 })).events.filter((e) => e.type === 'streak.freeze_earned');
+  expect(earned.map((e) => [e.at, (e.payload as { earned: number; freezes: number }).earned, (e.payload as { freezes: number }).freezes])).toEqual([['2026-03-03T00:00:00.000Z', 1, 1]]);
+});

@@ -238,6 +238,30 @@ class Found {
 /** Change events by instant (ISO strings of one format compare as the instants do). */
 const byInstant = (a: ChangeEvent, b: ChangeEvent) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0);
 
+/**
+ * The instant of the last auto-earn grant of a commit that added a freeze: the grants after the stored state's
+ * (`before`), each adding `amount` up to `max`, and the commit's frozen periods, each using one when it ended
+ * (a grant falling at that same instant comes after it, as the streak's maintenance takes them), in time order
+ * from what the user held before. The last grant's instant when none added one (not announced then).
+ */
+function lastGrantThatAdded(sc: NonNullable<LaurelConfig['streak']>, before: NonNullable<UserState['streak']>, after: NonNullable<UserState['streak']>, frozen: readonly LedgerRow[] | null, created: LocalDate, tz: string): number {
+  const freezes = sc.freezes as NonNullable<NonNullable<LaurelConfig['streak']>['freezes']>;
+  const auto = freezes.autoEarn as NonNullable<typeof freezes.autoEarn>;
+  const grantAt = (k: number) => dayStart(addDays(created, k * auto.everyDays), tz);
+  const uses = (frozen ?? []).map((r) => Date.parse(r.at)).sort((a, b) => a - b);
+  let held = freezesHeld(sc, before.freezes);
+  let used = 0;
+  let last = grantAt(after.freezeGrants);
+  for (let k = before.freezeGrants + 1; k <= after.freezeGrants; k++) {
+    const t = grantAt(k);
+    for (; used < uses.length && (uses[used] as number) <= t; used++) held = Math.max(0, held - 1);
+    const next = Math.min(freezes.max, held + auto.amount);
+    if (next > held) last = t;
+    held = next;
+  }
+  return last;
+}
+
 /** The instant a local date begins in `tz`, in ms. */
 const dayStart = (date: LocalDate, tz: string) => startOfLocalDate(date, tz).getTime();
 
@@ -306,11 +330,12 @@ export function deriveChanges(cfg: LaurelConfig, before: UserState | null, after
     // call began: a lowered `freezes.max` brings a count above it down first (core/streaks.ts), with no event.
     const earned = bs ? as.freezes - freezesHeld(sc, bs.freezes) + consumed : 0;
     if (earned > 0) {
-      // Auto-earned freezes fall due at the start of the day they were earned; granted ones when granted.
+      // Auto-earned freezes fall due at the start of the day they were earned (the last grant that added one:
+      // grants at the maximum add none); granted ones when granted.
       const auto = sc.freezes?.autoEarn;
       let at = nowIso;
-      if (!granted && auto && as.freezeGrants > (bs?.freezeGrants ?? 0)) {
-        const ms = dayStart(addDays(createdDate(after.user, tz), as.freezeGrants * auto.everyDays), tz);
+      if (!granted && auto && bs && as.freezeGrants > bs.freezeGrants) {
+        const ms = lastGrantThatAdded(sc, bs, as, frozen, createdDate(after.user, tz), tz);
         if (ms <= nowMs) at = isoOf(ms);
       }
       found.emit('streak.freeze_earned', at, { type: 'streak.freeze_earned', user: found.wired(), earned, freezes: as.freezes });
