@@ -410,7 +410,10 @@ function earlierRunPoints(step: Step, board: CompiledLeaderboard, current: Local
     if (a.date === step.nowIso || first >= startMs || (a.grants === undefined && a.trigger.type !== 'time')) continue;
     if (runs === null) {
       runs = [];
-      for (let r = runContaining(board, addDays(current, -1)); r.start >= board.start && revisitable(board, r.start, current); r = runContaining(board, addDays(r.start, -1))) runs.push(r);
+      for (let r = runContaining(board, addDays(current, -1)); r.start >= board.start && revisitable(board, r.start, current); r = runContaining(board, addDays(r.start, -1))) {
+        // (After a board's end there are no runs: its last one ends with it.)
+        if (board.end === null || r.start <= board.end) runs.push(r);
+      }
       const latest = own(step.state.leaderboards, board.key)?.run;
       if (latest !== undefined && latest < current && !runs.some((r) => r.start === latest)) runs.push(runContaining(board, latest));
     }
@@ -445,7 +448,14 @@ export function updateLeaderboards(step: Step, metricKey: string | null, metricV
     const tz = board.timeZone ?? step.tz;
     const date = localDateIn(step, tz);
     const run = currentRun(board, date);
-    if (!run) continue;
+    if (!run) {
+      // A points board that has ended: the time grants of a user idle across its end that fell due in its last
+      // runs still count there (as across any run's end, below).
+      if (board.rankBy === 'points' && board.end !== null && date > board.end) {
+        for (const [start, part] of earlierRunPoints(step, board, runContaining(board, date).start, tz)) writeRun(step, board, start, part, null, date, step.attributesBefore);
+      }
+      continue;
+    }
     let delta = 0;
     let absolute: number | null = null;
     if (board.rankBy === 'metric') {

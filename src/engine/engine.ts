@@ -1436,7 +1436,11 @@ function buildEngine<C extends LaurelConfig>(options: EngineOptions<C> & { store
       // A board following each user's zone reads by default the run of today in the user's zone.
       const at = now();
       const run = resolveRun(b, opts.run, localDateOf(at, b.timeZone ?? userZone(config, state)));
-      const index = boardIndex(b.key, run.start, groupOf(b, state.user.attributes));
+      // The user's group in that run as their state keeps it (a run read after their attributes changed
+      // holds their entry in the group they had then); else their group now.
+      const kept = own(state.leaderboards, b.key);
+      const then = kept === undefined ? undefined : kept.run === run.start ? kept : kept.earlier?.find((e) => e.run === run.start);
+      const index = boardIndex(b.key, run.start, then?.group ?? groupOf(b, state.user.attributes));
       const entry = await store.getEntry(index, userId);
       const history = numEvents > 0 ? await store.readRankHistory(index, userId, numEvents) : [];
       return {
